@@ -1,0 +1,9 @@
+"""Model files, PDDL domains and motion clips authored by this project."""
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+
+
+def asset_path(relative: str) -> Path:
+    return ROOT / relative

@@ -1,0 +1,46 @@
+"""String-keyed registries whose entries load lazily ("module:attribute").
+
+Heavy modules (a simulator, a robot's model builder) are imported only when their name is
+asked for, and an unknown name fails with the list of valid ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class UnknownName(KeyError):
+    def __str__(self) -> str:  # KeyError would print the repr with quotes
+        return str(self.args[0])
+
+
+class Registry(Generic[T]):
+    def __init__(self, kind: str):
+        self.kind = kind
+        self._entries: dict[str, str] = {}
+        self._extras: dict[str, str | None] = {}
+
+    def register(self, name: str, entry_point: str, extra: str | None = None) -> None:
+        """``entry_point`` is "package.module:attribute"; ``extra`` names the pip extra it needs."""
+        if name in self._entries:
+            raise ValueError(f"{self.kind} {name!r} is already registered")
+        self._entries[name] = entry_point
+        self._extras[name] = extra
+
+    def names(self) -> list[str]:
+        return sorted(self._entries)
+
+    def extra(self, name: str) -> str | None:
+        return self._extras[name]
+
+    def get(self, name: str) -> T:
+        if name not in self._entries:
+            raise UnknownName(f"unknown {self.kind} {name!r}; valid: {', '.join(self.names())}")
+        module, _, attr = self._entries[name].partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._entries

@@ -1,0 +1,116 @@
+"""RobotSpec: a robot described as data.
+
+Joint order is the hardware motor order everywhere in embody: RobotState arrays, actions,
+PD gains and limits all index joints the way the robot's motor bus does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Joint:
+    """One actuated joint. Units: rad, rad/s, N·m (m, m/s, N for prismatic joints)."""
+
+    name: str
+    lower: float
+    upper: float
+    velocity_limit: float
+    torque_limit: float
+    kp: float
+    kd: float
+    default: float = 0.0
+    actuated: bool = True  # False: an encoder-only joint (reported in RobotState, not commanded)
+
+
+@dataclass(frozen=True)
+class Sensors:
+    """Names of model sites (not simulator internals) that hold the robot's sensors.
+
+    A simulator adapter places its sensors at these sites; ``None`` means the robot has none.
+    """
+
+    imu_site: str | None = None  # torso IMU: quaternion w,x,y,z, gyro and accelerometer in this frame
+    foot_sites: tuple[str, ...] = ()  # contact sensing (privileged in simulation)
+    ee_site: str | None = None  # end effector pose
+    ft_site: str | None = None  # wrist force/torque sensor
+
+
+@dataclass(frozen=True)
+class RobotSpec:
+    """Everything the stack needs to know about a robot, independent of any simulator.
+
+    ``mjcf`` is the one source of truth for kinematics and inertia; the URDF for engines that
+    need one is generated from it (``embody.robots.urdf``).
+    """
+
+    name: str
+    joints: tuple[Joint, ...]
+    mjcf: Path
+    floating_base: bool
+    groups: dict[str, tuple[int, ...]] = field(default_factory=dict)  # e.g. legs -> motor ids
+    sensors: Sensors = Sensors()
+    base_body: str | None = None  # the floating base link (pelvis for the H1-2)
+    description: str = ""
+
+    @property
+    def n_joints(self) -> int:
+        return len(self.joints)
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        return tuple(j.name for j in self.joints)
+
+    @property
+    def actuated(self) -> np.ndarray:
+        """Indices of the commanded joints; actions have this many columns."""
+        return np.array([i for i, j in enumerate(self.joints) if j.actuated], dtype=np.int64)
+
+    @property
+    def n_actions(self) -> int:
+        return len(self.actuated)
+
+    def _column(self, attr: str) -> np.ndarray:
+        return np.array([getattr(j, attr) for j in self.joints], dtype=np.float64)
+
+    @property
+    def lower(self) -> np.ndarray:
+        return self._column("lower")
+
+    @property
+    def upper(self) -> np.ndarray:
+        return self._column("upper")
+
+    @property
+    def velocity_limit(self) -> np.ndarray:
+        return self._column("velocity_limit")
+
+    @property
+    def torque_limit(self) -> np.ndarray:
+        return self._column("torque_limit")
+
+    @property
+    def kp(self) -> np.ndarray:
+        return self._column("kp")
+
+    @property
+    def kd(self) -> np.ndarray:
+        return self._column("kd")
+
+    @property
+    def default_pose(self) -> np.ndarray:
+        return self._column("default")
+
+    def group(self, name: str) -> np.ndarray:
+        """Motor indices of an actuated group (``legs``, ``waist``, ``arms``, ...)."""
+        if name not in self.groups:
+            raise KeyError(f"robot {self.name!r} has no joint group {name!r}; groups: {sorted(self.groups)}")
+        return np.array(self.groups[name], dtype=np.int64)
+
+    def replace(self, **changes) -> "RobotSpec":
+        return dataclasses.replace(self, **changes)

@@ -1,0 +1,20 @@
+"""Simulator adapters behind one protocol, tasks written against it, and vector envs.
+
+Adapters load lazily by name so that an engine is imported only when it is asked for.
+"""
+
+from embody.registry import Registry
+from embody.robots import RobotSpec
+
+from .base import InitState, SimConfig, Simulator
+
+SIMULATORS: Registry = Registry("simulator")
+SIMULATORS.register("mujoco", "embody.sims.mujoco:MujocoSimulator", extra="mujoco")
+
+
+def make_sim(name: str, robot: RobotSpec, config: SimConfig) -> Simulator:
+    """Build simulator ``name`` (``--sim``) holding ``robot``; unknown names list the valid ones."""
+    return SIMULATORS.get(name)(robot, config)
+
+
+__all__ = ["SIMULATORS", "InitState", "SimConfig", "Simulator", "make_sim"]

@@ -1,0 +1,84 @@
+"""The Simulator protocol: one batched interface over every physics engine.
+
+Shapes: ``n`` envs, ``j`` spec joints (hardware motor order), ``a`` actuated joints.
+Every adapter must pass tests/sims/test_conformance.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal, Protocol, runtime_checkable
+
+import numpy as np
+
+from embody.robots import RobotSpec, RobotState
+
+
+@dataclass
+class SimConfig:
+    """Engine-independent simulation settings (a task sets these; users override with --set)."""
+
+    n_envs: int = 1
+    physics_dt: float | None = None  # None: the model file's timestep
+    decimation: int = 1  # physics steps per control step
+    control: Literal["pd", "torque"] = "pd"
+    n_threads: int = 0  # 0: one per core
+    render_width: int = 320
+    render_height: int = 240
+    shadows: bool = False  # off by default: ~20x faster headless video
+    multisample: bool = False
+
+
+@dataclass
+class InitState:
+    """A reset target in RobotState conventions (k = number of envs being reset).
+
+    joint_pos, joint_vel: (k, j); base_pos (k, 3) world; base_quat (k, 4) w,x,y,z;
+    base_lin_vel (k, 3) world frame; base_ang_vel (k, 3) base frame. Base fields are
+    ignored for fixed-base robots and default to the model's pose when None.
+    """
+
+    joint_pos: np.ndarray
+    joint_vel: np.ndarray
+    base_pos: np.ndarray | None = None
+    base_quat: np.ndarray | None = None
+    base_lin_vel: np.ndarray | None = None
+    base_ang_vel: np.ndarray | None = None
+
+
+@runtime_checkable
+class Simulator(Protocol):
+    """A batch of ``n_envs`` identical scenes holding one robot each.
+
+    ``step`` takes one control-period command for the actuated joints — PD position targets
+    [rad] in ``pd`` mode (gains from the RobotSpec, torque-limited) or joint torques in
+    ``torque`` mode — and advances ``decimation`` physics steps. Envs whose physics became
+    non-finite are reset to the model's default and flagged in ``diverged`` until the next step.
+    """
+
+    name: ClassVar[str]
+    robot: RobotSpec
+    config: SimConfig
+    n_envs: int
+    dt: float  # control period = physics_dt * decimation [s]
+    diverged: np.ndarray  # (n,) bool, set by the last step
+
+    def reset(self, env_ids: np.ndarray, init: InitState) -> None:
+        """Put the envs ``env_ids`` (k,) into ``init`` and zero their clocks."""
+
+    def step(self, command: np.ndarray) -> None:
+        """Advance all envs one control period. command: (n, a)."""
+
+    def state(self) -> RobotState:
+        """The batched RobotState (with the privileged part filled in)."""
+
+    def get_state(self) -> np.ndarray:
+        """Full engine state for exact restore, (n, s); the layout is adapter-specific."""
+
+    def set_state(self, state: np.ndarray, env_ids: np.ndarray | None = None) -> None:
+        """Restore rows of get_state() into ``env_ids`` (all envs when None)."""
+
+    def render(self, env_ids: np.ndarray | None = None, camera: str | None = None) -> np.ndarray:
+        """RGB frames (k, H, W, 3) uint8; the default camera tracks the robot's base."""
+
+    def close(self) -> None: ...

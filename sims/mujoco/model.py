@@ -1,0 +1,149 @@
+"""Build the MuJoCo model of a robot from its RobotSpec.
+
+The model file holds kinematics, inertia and geometry only; control and sensing come from
+the spec here, so every engine derives them the same way: one general actuator per actuated
+joint (PD or torque, torque-limited) and sensors at the spec's sites.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from embody.robots import RobotSpec
+
+from ..base import SimConfig
+
+
+class ModelError(ValueError):
+    """A model file is missing or malformed; the message names the file."""
+
+
+@dataclass
+class SensorLayout:
+    """Slices into mjData.sensordata for each RobotState field (absent: None)."""
+
+    joint_torque: slice
+    imu_quat: slice | None = None
+    imu_gyro: slice | None = None
+    imu_accel: slice | None = None
+    ee_pos: slice | None = None
+    ee_quat: slice | None = None
+    wrench: slice | None = None
+    contact: slice | None = None
+
+
+def load_spec(path: Path):
+    import mujoco
+
+    path = Path(path)
+    if not path.is_file():
+        raise ModelError(f"model file not found: {path}")
+    try:
+        return mujoco.MjSpec.from_file(str(path))
+    except Exception as e:  # mujoco raises ValueError with its parser's message
+        raise ModelError(f"cannot load model file {path}: {e}") from None
+
+
+def build_model(robot: RobotSpec, config: SimConfig):
+    """Compile ``robot`` for MuJoCo. Returns (MjModel, SensorLayout)."""
+    import mujoco
+
+    spec = load_spec(robot.mjcf)
+    joint_names = {j.name for j in spec.joints}
+    missing = [n for n in robot.joint_names if n not in joint_names]
+    if missing:
+        raise ModelError(f"model file {robot.mjcf} lacks joints named in the {robot.name} spec: {missing}")
+    if config.physics_dt:
+        spec.option.timestep = config.physics_dt
+    if robot.floating_base and "floor" not in {g.name for g in spec.geoms}:
+        spec.worldbody.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05],
+                                rgba=[0.3, 0.35, 0.4, 1])
+        spec.worldbody.add_light(pos=[0, 0, 4], dir=[0, 0, -1], directional=True)
+    _add_actuators(spec, robot, config)
+    layout = _add_sensors(spec, robot)
+    try:
+        model = spec.compile()
+    except Exception as e:
+        raise ModelError(f"cannot compile model file {robot.mjcf}: {e}") from None
+    model.vis.quality.offsamples = 4 if config.multisample else 0
+    model.vis.quality.shadowsize = 2048 if config.shadows else 0
+    return model, layout
+
+
+def _add_actuators(spec, robot: RobotSpec, config: SimConfig) -> None:
+    import mujoco
+
+    for i in robot.actuated:
+        j = robot.joints[i]
+        a = spec.add_actuator(name=f"act_{j.name}", target=j.name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
+        a.gaintype = mujoco.mjtGain.mjGAIN_FIXED
+        a.biastype = mujoco.mjtBias.mjBIAS_AFFINE
+        a.forcelimited = 1
+        a.forcerange = [-j.torque_limit, j.torque_limit]
+        if config.control == "pd":  # force = kp (target - q) - kd dq, evaluated every physics step
+            a.gainprm[0] = j.kp
+            a.biasprm[:3] = [0.0, -j.kp, -j.kd]
+            a.ctrllimited = 0
+        else:
+            a.gainprm[0] = 1.0
+            a.biasprm[:3] = [0.0, 0.0, 0.0]
+            a.ctrllimited = 1
+            a.ctrlrange = [-j.torque_limit, j.torque_limit]
+
+
+def _add_sensors(spec, robot: RobotSpec) -> SensorLayout:
+    import mujoco
+
+    S, O = mujoco.mjtSensor, mujoco.mjtObj
+    adr = 0
+    slices: dict[str, slice] = {}
+
+    def add(field: str, kind, dim: int, objname: str, objtype=O.mjOBJ_SITE, **kw) -> None:
+        nonlocal adr
+        spec.add_sensor(name=f"{field}_{objname}", type=kind, objtype=objtype, objname=objname, **kw)
+        start = slices[field].start if field in slices else adr
+        slices[field] = slice(start, adr + dim)
+        adr += dim
+
+    for i in robot.actuated:
+        add("joint_torque", S.mjSENS_ACTUATORFRC, 1, f"act_{robot.joints[i].name}", objtype=O.mjOBJ_ACTUATOR)
+    s = robot.sensors
+    if s.imu_site:
+        add("imu_quat", S.mjSENS_FRAMEQUAT, 4, s.imu_site)
+        add("imu_gyro", S.mjSENS_GYRO, 3, s.imu_site)
+        add("imu_accel", S.mjSENS_ACCELEROMETER, 3, s.imu_site)
+    if s.ee_site:
+        add("ee_pos", S.mjSENS_FRAMEPOS, 3, s.ee_site)
+        add("ee_quat", S.mjSENS_FRAMEQUAT, 4, s.ee_site)
+    if s.ft_site:
+        add("wrench", S.mjSENS_FORCE, 3, s.ft_site)
+        add("wrench", S.mjSENS_TORQUE, 3, s.ft_site)
+    for site in s.foot_sites:
+        add("contact", S.mjSENS_TOUCH, 1, site)
+    if "joint_torque" not in slices:
+        slices["joint_torque"] = slice(0, 0)
+    return SensorLayout(**slices)
+
+
+def state_offsets(model) -> dict[str, int]:
+    """Column offsets of time, qpos and qvel inside an mjSTATE_FULLPHYSICS state row."""
+    import mujoco
+
+    full = mujoco.mjtState.mjSTATE_FULLPHYSICS.value
+
+    def offset(bit) -> int:  # components are stored in bit order
+        return mujoco.mj_stateSize(model, full & (bit.value - 1))
+
+    S = mujoco.mjtState
+    return {"time": offset(S.mjSTATE_TIME), "qpos": offset(S.mjSTATE_QPOS), "qvel": offset(S.mjSTATE_QVEL)}
+
+
+def joint_addresses(model, robot: RobotSpec) -> tuple[np.ndarray, np.ndarray]:
+    """qpos and qvel addresses of the spec's joints, in motor order."""
+    import mujoco
+
+    ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n) for n in robot.joint_names]
+    return model.jnt_qposadr[ids].copy(), model.jnt_dofadr[ids].copy()

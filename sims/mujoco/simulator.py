@@ -1,0 +1,207 @@
+"""MuJoCo adapter: batched stepping through mujoco.rollout's native thread pool.
+
+Each env is one row of an mjSTATE_FULLPHYSICS state array; a control step is one rollout
+of ``decimation`` physics steps over all rows, in C, with PD evaluated by the engine's
+actuators at every physics step. No Python loop runs over envs on the step path.
+
+Sensor values (IMU, torques, contacts) come from the engine's sensors, which MuJoCo
+evaluates at the start of each physics step: they lag the state by one physics step
+(2 ms for the H1-2), like a real sensor bus.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from embody.extras import require
+from embody.robots import PrivilegedState, RobotSpec, RobotState
+from embody.rotations import quat_rotate_inverse
+
+from ..base import InitState, SimConfig
+from .model import build_model, joint_addresses, state_offsets
+
+
+class MujocoSimulator:
+    name = "mujoco"
+
+    def __init__(self, robot: RobotSpec, config: SimConfig):
+        if "MUJOCO_GL" not in os.environ and not os.environ.get("DISPLAY"):
+            os.environ["MUJOCO_GL"] = "egl"  # headless rendering
+        self._mj = mj = require("mujoco", "mujoco")
+        from mujoco import rollout
+
+        self.robot, self.config, self.n_envs = robot, config, config.n_envs
+        self.model, self._sensors = build_model(robot, config)
+        self.dt = float(self.model.opt.timestep) * config.decimation
+        self._spec = mj.mjtState.mjSTATE_FULLPHYSICS.value
+        self._ctrl_spec = mj.mjtState.mjSTATE_CTRL.value
+        n, dec, ns = self.n_envs, config.decimation, mj.mj_stateSize(self.model, self._spec)
+        threads = min(config.n_threads or os.cpu_count() or 1, n)
+        self._pool = rollout.Rollout(nthread=0 if threads <= 1 else threads)
+        self._datas = [mj.MjData(self.model) for _ in range(max(threads, 1))]
+        self._models = [self.model] * n  # per-env copies replace these under domain randomization
+        self._scratch = mj.MjData(self.model)
+        self._qadr, self._vadr = joint_addresses(self.model, robot)
+        self._off = state_offsets(self.model)
+        self._act = robot.actuated
+        self._ctrl = np.zeros((n, dec, self.model.nu))
+        self._traj = np.zeros((n, dec, ns))
+        self._traj_sensors = np.zeros((n, dec, self.model.nsensordata))
+        mj.mj_forward(self.model, self._scratch)
+        self._default_row = self._row_of(self._scratch)
+        self._state = np.tile(self._default_row, (n, 1))
+        self._sensordata = np.tile(self._scratch.sensordata, (n, 1))
+        self._base_qpos = self._free_joint_adr()
+        self.diverged = np.zeros(n, dtype=bool)
+        self.divergence_count = 0
+        self._renderer = None
+
+    # -- state ---------------------------------------------------------------------------
+    def _row_of(self, data) -> np.ndarray:
+        row = np.empty(self._mj.mj_stateSize(self.model, self._spec))
+        self._mj.mj_getState(self.model, data, row, self._spec)
+        return row
+
+    def _free_joint_adr(self) -> int | None:
+        if not self.robot.floating_base:
+            return None
+        free = np.flatnonzero(self.model.jnt_type == self._mj.mjtJoint.mjJNT_FREE)
+        if len(free) == 0:
+            raise ValueError(f"{self.robot.mjcf}: a floating-base robot needs a free joint")
+        return int(self.model.jnt_qposadr[free[0]])
+
+    def get_state(self) -> np.ndarray:
+        return self._state.copy()
+
+    def set_state(self, state: np.ndarray, env_ids: np.ndarray | None = None) -> None:
+        ids = np.arange(self.n_envs) if env_ids is None else np.asarray(env_ids)
+        self._state[ids] = state
+        self._refresh_sensors(ids)
+
+    def _refresh_sensors(self, ids: np.ndarray) -> None:
+        """Evaluate sensors at freshly set states (a loop over the reset envs only)."""
+        for i in ids:
+            self._mj.mj_setState(self.model, self._scratch, self._state[i], self._spec)
+            self._mj.mj_forward(self.model, self._scratch)
+            self._sensordata[i] = self._scratch.sensordata
+
+    def reset(self, env_ids: np.ndarray, init: InitState) -> None:
+        ids = np.asarray(env_ids, dtype=np.int64)
+        if ids.size == 0:
+            return
+        rows = np.tile(self._default_row, (len(ids), 1))
+        q0, v0 = self._off["qpos"], self._off["qvel"]
+        rows[:, self._off["time"]] = 0.0
+        rows[:, q0 + self._qadr] = init.joint_pos
+        rows[:, v0 + self._vadr] = init.joint_vel
+        b = self._base_qpos
+        if b is not None:
+            if init.base_pos is not None:
+                rows[:, q0 + b : q0 + b + 3] = init.base_pos
+            if init.base_quat is not None:
+                rows[:, q0 + b + 3 : q0 + b + 7] = init.base_quat
+            bv = v0 + int(self.model.jnt_dofadr[self.model.jnt_type == 0][0])
+            if init.base_lin_vel is not None:
+                rows[:, bv : bv + 3] = init.base_lin_vel
+            if init.base_ang_vel is not None:
+                rows[:, bv + 3 : bv + 6] = init.base_ang_vel
+        self.set_state(rows, ids)
+
+    # -- stepping ------------------------------------------------------------------------
+    def step(self, command: np.ndarray) -> None:
+        command = np.asarray(command, dtype=np.float64)
+        if command.shape != (self.n_envs, len(self._act)):
+            raise ValueError(f"command shape {command.shape} != (n_envs, n_actions) = {(self.n_envs, len(self._act))}")
+        bad_cmd = ~np.isfinite(command).all(axis=1)
+        if bad_cmd.any():  # never let NaN reach the engine; these envs are reset below
+            command = np.where(bad_cmd[:, None], 0.0, command)
+        self._ctrl[:] = command[:, None, :]
+        t_before = self._state[:, self._off["time"]].copy()
+        self._pool.rollout(self._models, self._datas, self._state, self._ctrl, control_spec=self._ctrl_spec,
+                           skip_checks=True, nstep=self.config.decimation, state=self._traj,
+                           sensordata=self._traj_sensors)
+        self._state[:] = self._traj[:, -1]
+        self._sensordata[:] = self._traj_sensors[:, -1]
+        # MuJoCo resets a diverged mjData to qpos0 itself (time restarts); catch both cases.
+        t_after = self._state[:, self._off["time"]]
+        bad = bad_cmd | ~np.isfinite(self._state).all(axis=1) | (t_after < t_before)
+        self.diverged = bad
+        if bad.any():
+            ids = np.flatnonzero(bad)
+            self.divergence_count += len(ids)
+            self.set_state(np.tile(self._default_row, (len(ids), 1)), ids)
+
+    # -- observation ---------------------------------------------------------------------
+    def state(self) -> RobotState:
+        s, sd, L = self._state, self._sensordata, self._sensors
+        q0, v0 = self._off["qpos"], self._off["qvel"]
+        torque = np.zeros((self.n_envs, self.robot.n_joints))
+        torque[:, self._act] = sd[:, L.joint_torque]
+        pick = lambda sl: None if sl is None else sd[:, sl].copy()  # noqa: E731
+        return RobotState(
+            joint_pos=s[:, q0 + self._qadr],
+            joint_vel=s[:, v0 + self._vadr],
+            joint_torque=torque,
+            time=s[:, self._off["time"]].copy(),
+            imu_quat=pick(L.imu_quat),
+            imu_gyro=pick(L.imu_gyro),
+            imu_accel=pick(L.imu_accel),
+            ee_pos=pick(L.ee_pos),
+            ee_quat=pick(L.ee_quat),
+            wrench=pick(L.wrench),
+            privileged=self._privileged(),
+        )
+
+    def _privileged(self) -> PrivilegedState:
+        n, s = self.n_envs, self._state
+        contact = self._sensordata[:, self._sensors.contact] if self._sensors.contact else np.zeros((n, 0))
+        if self._base_qpos is None:
+            quat = np.tile([1.0, 0, 0, 0], (n, 1))
+            return PrivilegedState(np.zeros((n, 3)), quat, np.zeros((n, 3)), np.zeros((n, 3)), contact.copy())
+        q, v = self._off["qpos"] + self._base_qpos, self._off["qvel"] + int(self.model.jnt_dofadr[self.model.jnt_type == 0][0])
+        quat = s[:, q + 3 : q + 7]
+        return PrivilegedState(
+            base_pos=s[:, q : q + 3],
+            base_quat=quat,
+            base_lin_vel=quat_rotate_inverse(quat, s[:, v : v + 3]),  # MuJoCo: world frame
+            base_ang_vel=s[:, v + 3 : v + 6],  # MuJoCo: already in the body frame
+            contact_force=contact.copy(),
+        )
+
+    # -- rendering -----------------------------------------------------------------------
+    def render(self, env_ids: np.ndarray | None = None, camera: str | None = None) -> np.ndarray:
+        mj = self._mj
+        if self._renderer is None:
+            self._renderer = mj.Renderer(self.model, self.config.render_height, self.config.render_width)
+            self._cam = mj.MjvCamera()
+            body = mj.mj_name2id(self.model, mj.mjtObj.mjOBJ_BODY, self.robot.base_body or "")
+            self._cam.type = mj.mjtCamera.mjCAMERA_TRACKING if body > 0 else mj.mjtCamera.mjCAMERA_FREE
+            self._cam.trackbodyid = max(body, 0)
+            self._cam.distance = 2.5 * float(self.model.stat.extent)
+            self._cam.azimuth, self._cam.elevation = 135.0, -20.0
+            self._cam.lookat[:] = self.model.stat.center
+        ids = range(self.n_envs) if env_ids is None else np.asarray(env_ids)
+        frames = []
+        for i in ids:  # rendering is per image by nature
+            mj.mj_setState(self.model, self._scratch, self._state[i], self._spec)
+            mj.mj_forward(self.model, self._scratch)
+            self._renderer.update_scene(self._scratch, camera=camera if camera is not None else self._cam)
+            self._renderer.scene.flags[mj.mjtRndFlag.mjRND_SHADOW] = self.config.shadows
+            frames.append(self._renderer.render())
+        return np.stack(frames)
+
+    def close(self) -> None:
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
