@@ -14,6 +14,10 @@ import numpy as np
 from embody.robots import RobotSpec, RobotState
 
 
+class ModelError(ValueError):
+    """A model file is missing or malformed; the message names the file and the engine's complaint."""
+
+
 @dataclass
 class SimConfig:
     """Engine-independent simulation settings (a task sets these; users override with --set)."""

@@ -14,11 +14,7 @@ import numpy as np
 
 from embody.robots import RobotSpec
 
-from ..base import SimConfig
-
-
-class ModelError(ValueError):
-    """A model file is missing or malformed; the message names the file."""
+from ..base import ModelError, SimConfig
 
 
 @dataclass

@@ -1,0 +1,24 @@
+"""Speed and quality benchmarks against peers, run with ``embody bench [NAME]``.
+
+Each benchmark is a module here with ``main(argv) -> int`` that measures embody and its peer
+in the same run and prints their ratio.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+BENCHMARKS = {
+    "core": "embody.benchmarks.core",
+}
+
+
+def run_benchmark(name: str | None, argv: list[str]) -> int:
+    if name is None:
+        print("benchmarks:", ", ".join(sorted(BENCHMARKS)), "(run: embody bench NAME [--help])")
+        return 0
+    if name not in BENCHMARKS:
+        from embody.registry import UnknownName
+
+        raise UnknownName(f"unknown benchmark {name!r}; valid: {', '.join(sorted(BENCHMARKS))}")
+    return importlib.import_module(BENCHMARKS[name]).main(argv)

@@ -1,0 +1,9 @@
+"""The errors that mean "bad input from the user": the CLI prints them as one clear line."""
+
+from embody.config import ConfigError
+from embody.extras import MissingExtra
+from embody.policies.checkpoint import CheckpointError
+from embody.registry import UnknownName
+from embody.sims.base import ModelError
+
+UserError = (ConfigError, MissingExtra, CheckpointError, UnknownName, ModelError, FileNotFoundError)

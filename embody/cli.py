@@ -1,0 +1,126 @@
+"""The ``embody`` command line: list, train, eval, video, bench."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+
+def _cmd_list(args) -> int:
+    from embody.extras import available
+    from embody.policies.checkpoint import POLICY_CLASSES
+    from embody.robots import ROBOTS
+    from embody.sims import SIMULATORS
+    from embody.sims.tasks import TASKS
+
+    print("robots:     ", ", ".join(ROBOTS.names()))
+    print("simulators: ", ", ".join(
+        f"{n} ({'installed' if available(n) else 'missing: pip install embody[' + SIMULATORS.extra(n) + ']'})"
+        for n in SIMULATORS.names()))
+    print("tasks:      ", ", ".join(TASKS.names()))
+    print("policies:   ", ", ".join(POLICY_CLASSES.names()))
+    extras = {"mujoco": "mujoco", "pybullet": "pybullet", "genesis": "genesis", "driving": "highway_env",
+              "planning": "unified_planning", "hardware": "cyclonedds", "bench": "stable_baselines3"}
+    print("extras:     ", ", ".join(f"{e} {'✓' if available(m) else '✗'}" for e, m in extras.items()))
+    return 0
+
+
+def _cmd_train(args) -> int:
+    from embody.train import load_run, resolve_config, train
+
+    if args.resume:
+        cfg, _ = load_run(Path(args.resume))
+        if args.steps:
+            cfg.steps = args.steps
+        out = Path(args.resume)
+        print(f"resuming {out} to {cfg.steps:,} env steps", file=sys.stderr)
+    else:
+        if not args.task:
+            raise SystemExit("embody train: a TASK is required (see `embody list`)")
+        cfg = resolve_config(args.task, args.config, args.set or [], sim=args.sim, n_envs=args.envs,
+                             steps=args.steps, seed=args.seed, device=args.device)
+        out = Path(args.out or f"runs/{cfg.task}-{time.strftime('%Y%m%d-%H%M%S')}")
+        if (out / "checkpoint").exists():
+            raise SystemExit(f"embody train: {out} already holds a run; use --resume {out} or another --out")
+    summary = train(cfg, out, resume=bool(args.resume))
+    print(json.dumps(summary, indent=2))
+    print(f"run written to {out}")
+    return 0
+
+
+def _cmd_eval(args) -> int:
+    from embody.train import evaluate_run
+
+    summary = evaluate_run(Path(args.run), episodes=args.episodes, sim=args.sim)
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+def _cmd_video(args) -> int:
+    from embody.train import record_video
+
+    out = Path(args.out or Path(args.run) / "eval.mp4")
+    print(record_video(Path(args.run), out, sim=args.sim))
+    return 0
+
+
+def _cmd_bench(args) -> int:
+    from embody.benchmarks import run_benchmark
+
+    return run_benchmark(args.name, args.rest)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="embody", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("list", help="robots, simulators, tasks, policies and installed extras").set_defaults(fn=_cmd_list)
+
+    t = sub.add_parser("train", help="train a policy with PPO into a run directory")
+    t.add_argument("task", nargs="?", help="task name (see `embody list`)")
+    t.add_argument("--sim", help="simulator (default: mujoco)")
+    t.add_argument("--envs", type=int, help="number of parallel envs")
+    t.add_argument("--steps", type=int, help="total env steps")
+    t.add_argument("--seed", type=int)
+    t.add_argument("--device", choices=["cpu", "cuda"])
+    t.add_argument("--out", help="run directory (default: runs/TASK-TIMESTAMP)")
+    t.add_argument("--resume", metavar="RUN", help="continue a run from its checkpoint")
+    t.add_argument("--config", help="YAML file with TrainConfig values")
+    t.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config value, e.g. ppo.lr=3e-4")
+    t.set_defaults(fn=_cmd_train)
+
+    e = sub.add_parser("eval", help="evaluate a run's policy")
+    e.add_argument("run")
+    e.add_argument("--sim", help="evaluate on another simulator (sim-to-sim)")
+    e.add_argument("--episodes", type=int, default=10)
+    e.set_defaults(fn=_cmd_eval)
+
+    v = sub.add_parser("video", help="record an MP4 of a run's policy")
+    v.add_argument("run")
+    v.add_argument("--out", help="output file (default: RUN/eval.mp4)")
+    v.add_argument("--sim")
+    v.set_defaults(fn=_cmd_video)
+
+    b = sub.add_parser("bench", help="benchmarks against peers (embody bench core)")
+    b.add_argument("name", nargs="?", default=None, help="benchmark name; omitted: list them")
+    b.add_argument("rest", nargs=argparse.REMAINDER, help="arguments for the benchmark")
+    b.set_defaults(fn=_cmd_bench)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from embody.checks import UserError
+
+    try:
+        return args.fn(args)
+    except UserError as e:
+        print(f"embody {args.command}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

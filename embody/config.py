@@ -1,0 +1,140 @@
+"""Typed config dataclasses: YAML files (safe_load only) and ``--set a.b=value`` overrides.
+
+Configs are plain dataclasses composed by fields (no inheritance chains that silently
+override values). Every override is checked against the field's type and unknown keys fail
+with the list of valid ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def to_dict(obj: Any) -> Any:
+    """A dataclass (possibly nested) as plain dicts/lists, ready for YAML or JSON."""
+    if dataclasses.is_dataclass(obj):
+        return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [to_dict(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: to_dict(v) for k, v in obj.items()}
+    return obj
+
+
+def _field_types(cls) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _coerce(value: Any, tp: Any, where: str) -> Any:
+    """Check ``value`` against annotation ``tp``; build nested dataclasses from dicts."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for a in (a for a in args if a is not type(None)):
+            try:
+                return _coerce(value, a, where)
+            except ConfigError as e:
+                errors.append(str(e))
+        raise ConfigError(errors[0])
+    if origin is typing.Literal:
+        if value not in args:
+            raise ConfigError(f"{where}: {value!r} is not one of {list(args)}")
+        return value
+    if dataclasses.is_dataclass(tp):
+        if dataclasses.is_dataclass(value):
+            return value
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a mapping, got {value!r}")
+        return from_dict(tp, value, where)
+    if origin in (list, tuple):
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{where}: expected a list, got {value!r}")
+        inner = args[0] if args else Any
+        return origin(_coerce(v, inner, f"{where}[{i}]") for i, v in enumerate(value))
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a mapping, got {value!r}")
+        return {k: _coerce(v, args[1] if args else Any, f"{where}.{k}") for k, v in value.items()}
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if tp in (int, float, str, bool) and not (isinstance(value, tp) and not (tp is int and isinstance(value, bool))):
+        raise ConfigError(f"{where}: expected {tp.__name__}, got {value!r}")
+    return value
+
+
+def from_dict(cls, data: dict, where: str = "config"):
+    """Build dataclass ``cls`` from a mapping; unknown keys fail with the valid ones."""
+    types_ = _field_types(cls)
+    unknown = set(data) - set(types_)
+    if unknown:
+        raise ConfigError(f"{where}: unknown keys {sorted(unknown)}; valid: {sorted(types_)}")
+    return cls(**{k: _coerce(v, types_[k], f"{where}.{k}") for k, v in data.items()})
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """'a.b=value' → ('a.b', value) with the value read as YAML (so 3, 1e-3, true, [1, 2] work)."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key:
+        raise ConfigError(f"override {text!r} is not of the form key=value")
+    try:
+        return key.strip(), yaml.safe_load(raw)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"override {text!r}: cannot parse value: {e}") from None
+
+
+def apply_override(obj: Any, key: str, value: Any) -> None:
+    """Set dotted ``key`` inside dataclass ``obj`` (dict fields accept new keys)."""
+    *path, last = key.split(".")
+    target = obj
+    for i, part in enumerate(path):
+        target = _child(target, part, ".".join(path[: i + 1]))
+    if isinstance(target, dict):
+        target[last] = value
+        return
+    types_ = _field_types(type(target))
+    if last not in types_:
+        raise ConfigError(f"unknown config key {key!r}; valid at that level: {sorted(types_)}")
+    setattr(target, last, _coerce(value, types_[last], key))
+
+
+def _child(obj: Any, part: str, where: str) -> Any:
+    if isinstance(obj, dict):
+        if part not in obj:
+            raise ConfigError(f"unknown config key {where!r}; valid: {sorted(obj)}")
+        return obj[part]
+    if not dataclasses.is_dataclass(obj) or part not in _field_types(type(obj)):
+        valid = sorted(_field_types(type(obj))) if dataclasses.is_dataclass(obj) else []
+        raise ConfigError(f"unknown config key {where!r}; valid: {valid}")
+    return getattr(obj, part)
+
+
+def load_yaml(path: str | Path) -> dict:
+    """Read a YAML mapping with safe_load; errors name the file."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"config file {path} is not valid YAML: {e}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a mapping at the top level")
+    return data
+
+
+def save_yaml(obj: Any, path: str | Path) -> None:
+    Path(path).write_text(yaml.safe_dump(to_dict(obj), sort_keys=False))

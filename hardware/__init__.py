@@ -1,0 +1,1 @@
+"""Robot interfaces, the safety supervisor and drivers (issue: hardware layer)."""

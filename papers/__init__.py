@@ -1,0 +1,1 @@
+"""One folder per method, each composing the layers of embody."""

@@ -1,0 +1,1 @@
+"""PDDL planning: domain learning, fusion, retrieval, solving and validation (issue: planning)."""

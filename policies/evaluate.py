@@ -1,0 +1,52 @@
+"""Evaluation rollouts: batched episodes with a deterministic policy, optional video."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+
+@dataclass
+class EvalResult:
+    returns: list[float]
+    lengths: list[int]
+    frames: list[np.ndarray] = field(default_factory=list)  # env 0's first episode, if rendered
+
+    def summary(self, max_return: float | None = None) -> dict:
+        r = np.asarray(self.returns)
+        out = {"episodes": len(r), "return_mean": float(r.mean()), "return_std": float(r.std()),
+               "return_min": float(r.min()), "return_max": float(r.max()),
+               "length_mean": float(np.mean(self.lengths))}
+        if max_return:
+            out["max_return"] = max_return
+            out["return_fraction_of_max"] = float(r.mean() / max_return)
+        return out
+
+
+@torch.no_grad()
+def evaluate(env, policy, episodes: int, deterministic: bool = True, render: bool = False,
+             device: str = "cpu") -> EvalResult:
+    """Run ``episodes`` episodes over ``env``'s batch; env 0's first episode is rendered if asked."""
+    obs, _ = env.reset()
+    policy.reset()
+    result = EvalResult([], [])
+    recording = render
+    if render:
+        result.frames.append(env.render(np.array([0]))[0])
+    while len(result.returns) < episodes:
+        action = policy.act(torch.as_tensor(obs, dtype=torch.float32, device=device), deterministic=deterministic)
+        obs, _, terminated, truncated, info = env.step(action.cpu().numpy())
+        done = terminated | truncated
+        if recording:
+            if done[0]:
+                recording = False
+            else:
+                result.frames.append(env.render(np.array([0]))[0])
+        if done.any():
+            policy.reset(torch.as_tensor(np.flatnonzero(done)))
+            result.returns.extend(info.episode_return.tolist())
+            result.lengths.extend(info.episode_length.tolist())
+    result.returns, result.lengths = result.returns[:episodes], result.lengths[:episodes]
+    return result

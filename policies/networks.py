@@ -1,0 +1,53 @@
+"""Small network blocks and the running observation normalizer."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+ACTIVATIONS = {"elu": nn.ELU, "tanh": nn.Tanh, "relu": nn.ReLU, "silu": nn.SiLU}
+
+
+def mlp(sizes: list[int], activation: str = "elu", out_gain: float = 1.0) -> nn.Sequential:
+    """Linear layers of ``sizes`` with ``activation`` between them (none after the last)."""
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"unknown activation {activation!r}; valid: {sorted(ACTIVATIONS)}")
+    layers: list[nn.Module] = []
+    for i in range(len(sizes) - 1):
+        lin = nn.Linear(sizes[i], sizes[i + 1])
+        last = i == len(sizes) - 2
+        nn.init.orthogonal_(lin.weight, out_gain if last else 2**0.5)
+        nn.init.zeros_(lin.bias)
+        layers.append(lin)
+        if not last:
+            layers.append(ACTIVATIONS[activation]())
+    return nn.Sequential(*layers)
+
+
+class Normalizer(nn.Module):
+    """Running mean/variance (Chan's parallel update); statistics live in buffers so that
+    they are saved with the policy and restored on the robot."""
+
+    def __init__(self, size: int, eps: float = 1e-8, clip: float = 10.0):
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(size))
+        self.register_buffer("var", torch.ones(size))
+        self.register_buffer("count", torch.tensor(eps, dtype=torch.float64))
+        self.eps, self.clip = eps, clip
+
+    @torch.no_grad()
+    def update(self, x: torch.Tensor) -> None:
+        if x.shape[-1] == 0:
+            return
+        x = x.reshape(-1, x.shape[-1])
+        n = x.shape[0]
+        batch_mean, batch_var = x.mean(0), x.var(0, unbiased=False)
+        total = self.count + n
+        delta = batch_mean - self.mean
+        self.mean += (delta * n / total).float()
+        m2 = self.var * self.count + batch_var * n + delta**2 * self.count * n / total
+        self.var.copy_((m2 / total).float())
+        self.count.copy_(total)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return ((x - self.mean) / torch.sqrt(self.var + self.eps)).clamp(-self.clip, self.clip)

@@ -1,0 +1,171 @@
+"""PPO for batched environments, readable top to bottom (cleanrl's spirit, rsl_rl's defaults).
+
+Per iteration: roll out ``n_steps`` over all envs, bootstrap time-limit truncations with the
+value of the final observation, compute GAE, then ``epochs`` passes of clipped-surrogate
+updates over ``minibatches`` shuffled minibatches, with an adaptive (KL-targeting) or linear
+learning rate.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import torch
+
+from .actor_critic import ActorCritic
+
+
+@dataclass
+class PPOConfig:
+    n_steps: int = 32  # rollout length per env per iteration
+    epochs: int = 5
+    minibatches: int = 4
+    lr: float = 1e-3
+    lr_schedule: str = "adaptive"  # adaptive | linear | constant
+    desired_kl: float = 0.01
+    gamma: float = 0.99
+    lam: float = 0.95
+    clip: float = 0.2
+    vf_coef: float = 1.0
+    ent_coef: float = 0.0
+    max_grad_norm: float = 1.0
+    reward_scale: float = 1.0
+
+
+class RolloutBuffer:
+    """Tensors of shape (T, n, ...) for one iteration's rollout."""
+
+    def __init__(self, T: int, n: int, obs: int, critic: int, act: int, device: torch.device):
+        z = lambda *s: torch.zeros(*s, device=device)  # noqa: E731
+        self.obs, self.critic_obs, self.actions = z(T, n, obs), z(T, n, critic), z(T, n, act)
+        self.logp, self.values, self.rewards, self.dones = z(T, n), z(T, n), z(T, n), z(T, n)
+        self.returns, self.advantages = z(T, n), z(T, n)
+
+    def compute_gae(self, last_value: torch.Tensor, gamma: float, lam: float) -> None:
+        gae = torch.zeros_like(last_value)
+        for t in reversed(range(self.rewards.shape[0])):
+            next_value = last_value if t == self.rewards.shape[0] - 1 else self.values[t + 1]
+            not_done = 1.0 - self.dones[t]
+            delta = self.rewards[t] + gamma * next_value * not_done - self.values[t]
+            gae = delta + gamma * lam * not_done * gae
+            self.advantages[t] = gae
+        self.returns = self.advantages + self.values
+
+    def flat(self) -> dict[str, torch.Tensor]:
+        keys = ("obs", "critic_obs", "actions", "logp", "values", "returns", "advantages")
+        return {k: getattr(self, k).flatten(0, 1) for k in keys}
+
+
+class PPO:
+    def __init__(self, env, policy: ActorCritic, config: PPOConfig, device: str = "cpu"):
+        self.env, self.policy, self.config = env, policy.to(device), config
+        self.device = torch.device(device)
+        self.optimizer = torch.optim.Adam(policy.parameters(), lr=config.lr)
+        self.lr = config.lr
+        self.env_steps = 0
+        self.iteration = 0
+        self._obs = self._critic_obs = None
+
+    def _tensors(self, obs: np.ndarray, priv: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        o = torch.as_tensor(obs, dtype=torch.float32, device=self.device)
+        p = torch.as_tensor(priv, dtype=torch.float32, device=self.device)
+        return o, torch.cat([o, p], dim=-1) if p.shape[-1] else o
+
+    @torch.no_grad()
+    def collect(self, buf: RolloutBuffer, episode_returns: list[float]) -> None:
+        cfg, env, pol = self.config, self.env, self.policy
+        if self._obs is None:
+            self._obs, self._critic_obs = self._tensors(*env.reset())
+        for t in range(cfg.n_steps):
+            obs, critic_obs = self._obs, self._critic_obs
+            pol.update_normalizers(obs, critic_obs)
+            dist = pol.distribution(obs)
+            action = dist.sample()
+            buf.obs[t], buf.critic_obs[t], buf.actions[t] = obs, critic_obs, action
+            buf.logp[t], buf.values[t] = dist.log_prob(action).sum(-1), pol.value(critic_obs)
+            next_obs, reward, terminated, truncated, info = env.step(action.cpu().numpy())
+            reward = torch.as_tensor(reward, device=self.device) * cfg.reward_scale
+            if truncated.any():  # the episode did not end: bootstrap from its final state
+                _, final_critic = self._tensors(info.final_obs, info.final_privileged_obs)
+                idx = torch.as_tensor(np.flatnonzero(truncated), device=self.device)
+                reward[idx] += cfg.gamma * pol.value(final_critic[idx])
+            buf.rewards[t] = reward
+            buf.dones[t] = torch.as_tensor(terminated | truncated, dtype=torch.float32, device=self.device)
+            self._obs, self._critic_obs = self._tensors(next_obs, info.privileged_obs)
+            episode_returns.extend(info.episode_return.tolist())
+        self.env_steps += cfg.n_steps * env.n_envs
+        buf.compute_gae(pol.value(self._critic_obs), cfg.gamma, cfg.lam)
+
+    def update(self, buf: RolloutBuffer, progress: float) -> dict[str, float]:
+        cfg, pol = self.config, self.policy
+        data = buf.flat()
+        n = data["obs"].shape[0]
+        mb = n // cfg.minibatches
+        stats = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "kl": 0.0}
+        if cfg.lr_schedule == "linear":
+            self._set_lr(cfg.lr * max(1.0 - progress, 0.05))
+        for _ in range(cfg.epochs):
+            for idx in torch.randperm(n, device=self.device).split(mb):
+                b = {k: v[idx] for k, v in data.items()}
+                adv = (b["advantages"] - b["advantages"].mean()) / (b["advantages"].std() + 1e-8)
+                dist = pol.distribution(b["obs"])
+                logp = dist.log_prob(b["actions"]).sum(-1)
+                log_ratio = logp - b["logp"]
+                ratio = log_ratio.exp()
+                policy_loss = -torch.min(ratio * adv, ratio.clamp(1 - cfg.clip, 1 + cfg.clip) * adv).mean()
+                value_loss = (pol.value(b["critic_obs"]) - b["returns"]).pow(2).mean()
+                entropy = dist.entropy().sum(-1).mean()
+                loss = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(pol.parameters(), cfg.max_grad_norm)
+                self.optimizer.step()
+                with torch.no_grad():
+                    kl = ((ratio - 1) - log_ratio).mean().item()  # low-variance KL estimate
+                if cfg.lr_schedule == "adaptive":
+                    self._adapt_lr(kl)
+                for k, v in zip(stats, (policy_loss.item(), value_loss.item(), entropy.item(), kl)):
+                    stats[k] += v / (cfg.epochs * cfg.minibatches)
+        return stats
+
+    def _adapt_lr(self, kl: float) -> None:
+        if kl > 2.0 * self.config.desired_kl:
+            self._set_lr(max(1e-5, self.lr / 1.5))
+        elif 0.0 < kl < 0.5 * self.config.desired_kl:
+            self._set_lr(min(1e-2, self.lr * 1.5))
+
+    def _set_lr(self, lr: float) -> None:
+        self.lr = lr
+        for g in self.optimizer.param_groups:
+            g["lr"] = lr
+
+    def learn(self, total_steps: int, on_iteration: Callable[[dict], bool | None] | None = None) -> None:
+        """Train until ``env_steps >= total_steps``. ``on_iteration(metrics)`` may return True to stop."""
+        env, cfg = self.env, self.config
+        buf = RolloutBuffer(cfg.n_steps, env.n_envs, env.observation_size,
+                            env.observation_size + env.privileged_size, env.action_size, self.device)
+        recent: list[float] = []
+        start_steps, start = self.env_steps, time.perf_counter()
+        while self.env_steps < total_steps:
+            returns: list[float] = []
+            self.collect(buf, returns)
+            stats = self.update(buf, self.env_steps / total_steps)
+            self.iteration += 1
+            recent = (recent + returns)[-100:]
+            elapsed = time.perf_counter() - start
+            metrics = {
+                "iteration": self.iteration,
+                "env_steps": self.env_steps,
+                "time_s": elapsed,
+                "steps_per_s": (self.env_steps - start_steps) / max(elapsed, 1e-9),
+                "episode_return": float(np.mean(recent)) if recent else float("nan"),
+                "episodes": len(returns),
+                "lr": self.lr,
+                "action_std": self.policy.log_std.exp().mean().item(),
+                **stats,
+            }
+            if on_iteration is not None and on_iteration(metrics):
+                break

@@ -1,0 +1,71 @@
+"""Unitree H1-2 constants (27 actuated joints, no hands), MuJoCo Playground style.
+
+Everything is in hardware motor order. Sources (vendor, unitree_rl_gym):
+  joint names, ranges, torque limits: h1_2.xml; velocity limits: h1_2.urdf <limit velocity>;
+  gains and default pose: deploy_configs/real_h1_2.yaml.
+"""
+
+from embody.assets import asset_path
+
+XML = asset_path("h1_2/h1_2.xml")
+
+_LEG = ("hip_yaw", "hip_pitch", "hip_roll", "knee", "ankle_pitch", "ankle_roll")
+_ARM = ("shoulder_pitch", "shoulder_roll", "shoulder_yaw", "elbow_pitch", "elbow_roll", "wrist_pitch", "wrist_yaw")
+
+JOINT_NAMES: tuple[str, ...] = (
+    *(f"left_{j}_joint" for j in _LEG),
+    *(f"right_{j}_joint" for j in _LEG),
+    "torso_joint",
+    *(f"left_{j}_joint" for j in _ARM),
+    *(f"right_{j}_joint" for j in _ARM),
+)
+NUM_JOINTS = len(JOINT_NAMES)  # 27
+
+LEFT_LEG = tuple(range(0, 6))
+RIGHT_LEG = tuple(range(6, 12))
+LEGS = LEFT_LEG + RIGHT_LEG
+WAIST = (12,)
+LEFT_ARM = tuple(range(13, 20))
+RIGHT_ARM = tuple(range(20, 27))
+ARMS = LEFT_ARM + RIGHT_ARM
+UPPER_BODY = WAIST + ARMS
+
+# Joint ranges [rad] and torque limits [N·m] (vendor h1_2.xml range / actuatorfrcrange).
+_LEFT_LEG_RANGE = ((-0.43, 0.43), (-3.14, 2.5), (-0.43, 3.14), (-0.26, 2.05), (-0.897334, 0.523598), (-0.261799, 0.261799))
+_RIGHT_LEG_RANGE = ((-0.43, 0.43), (-3.14, 2.5), (-3.14, 0.43), (-0.26, 2.05), (-0.897334, 0.523598), (-0.261799, 0.261799))
+_LEFT_ARM_RANGE = ((-3.14, 1.57), (-0.38, 3.4), (-2.66, 3.01), (-0.95, 3.18), (-3.01, 2.75), (-0.47, 0.47), (-1.27, 1.27))
+_RIGHT_ARM_RANGE = ((-3.14, 1.57), (-3.4, 0.38), (-3.01, 2.66), (-0.95, 3.18), (-2.75, 3.01), (-0.47, 0.47), (-1.27, 1.27))
+JOINT_RANGES: tuple[tuple[float, float], ...] = (
+    _LEFT_LEG_RANGE + _RIGHT_LEG_RANGE + ((-2.35, 2.35),) + _LEFT_ARM_RANGE + _RIGHT_ARM_RANGE
+)
+
+_LEG_TORQUE = (200.0, 200.0, 200.0, 300.0, 60.0, 40.0)
+_ARM_TORQUE = (40.0, 40.0, 18.0, 18.0, 19.0, 19.0, 19.0)
+TORQUE_LIMITS = _LEG_TORQUE * 2 + (200.0,) + _ARM_TORQUE * 2
+
+_LEG_VELOCITY = (23.0, 23.0, 23.0, 14.0, 9.0, 9.0)
+_ARM_VELOCITY = (9.0, 9.0, 20.0, 20.0, 31.4, 31.4, 31.4)
+VELOCITY_LIMITS = _LEG_VELOCITY * 2 + (23.0,) + _ARM_VELOCITY * 2
+
+# PD gains and default pose (vendor deploy config).
+_LEG_KP, _LEG_KD = (200.0, 200.0, 200.0, 300.0, 40.0, 40.0), (2.5, 2.5, 2.5, 4.0, 2.0, 2.0)
+_ARM_KP, _ARM_KD = (120.0, 120.0, 120.0, 80.0, 80.0, 80.0, 80.0), (2.0, 2.0, 2.0, 1.0, 1.0, 1.0, 1.0)
+KP = _LEG_KP * 2 + (300.0,) + _ARM_KP * 2
+KD = _LEG_KD * 2 + (3.0,) + _ARM_KD * 2
+_LEG_POSE = (0.0, -0.16, 0.0, 0.36, -0.2, 0.0)
+DEFAULT_POSE = _LEG_POSE * 2 + (0.0,) * 15
+
+# Pelvis position that puts the soles on z=0 at DEFAULT_POSE (also the MJCF's pelvis pos and
+# its "home" keyframe). The straight-leg zero pose is 1.3 cm taller than this.
+DEFAULT_BASE_POS = (0.0, 0.0, 1.0151)
+
+BASE_BODY = "pelvis"
+TORSO_BODY = "torso_link"
+ROOT_JOINT = "floating_base_joint"
+IMU_SITE = "imu"  # in torso_link, at the vendor MJCF's imu site
+FOOT_SITES = ("left_foot", "right_foot")  # box sites covering the soles (touch sensing)
+FEET_GEOMS = ("left_foot_sole", "right_foot_sole")
+
+# Published reference totals (vendor model without the hand links: 2 hand bases + 24 finger links).
+REFERENCE_MASS_NO_HANDS = 66.984  # kg; vendor with hands: 67.3676 kg
+REFERENCE_BASE_HEIGHT = 1.01512  # m, vendor pelvis height at DEFAULT_POSE with the lowest sole point on z=0

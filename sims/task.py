@@ -1,0 +1,113 @@
+"""Tasks: written once against the Simulator protocol and RobotState.
+
+A task turns RobotState into observations, rewards and terminations, turns policy actions
+into simulator commands, and samples resets and commands. It never touches simulator
+internals, so the observation code that trains a policy is the code that deploys it.
+
+Shapes: ``n`` envs, ``o`` observation size, ``p`` privileged observation size,
+``a`` action size (the robot's actuated joints).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+
+from embody.robots import RobotSpec, RobotState
+
+from .base import InitState, SimConfig
+
+
+@dataclass
+class TaskConfig:
+    """Settings every task has; a task's own config subclasses this once (no deeper chains)."""
+
+    sim: SimConfig = field(default_factory=SimConfig)
+    max_episode_steps: int = 1000
+    reward_weights: dict[str, float] = field(default_factory=dict)  # term name -> weight
+    camera: str | None = None  # model camera for videos; None: track the robot's base
+
+
+class Task(ABC):
+    """A batched task over ``n_envs`` envs.
+
+    Rewards are a weighted sum of named terms: for each ``name: weight`` in
+    ``config.reward_weights`` with a non-zero weight, ``reward_<name>(state, action)``
+    returns (n,) and contributes ``weight * term``. Terms are reported separately for logging.
+    """
+
+    name: ClassVar[str]
+    robot_name: ClassVar[str]
+    config_class: ClassVar[type[TaskConfig]] = TaskConfig
+    train_defaults: ClassVar[dict] = {}  # TrainConfig overrides that suit this task ("ppo.lr": 3e-4, ...)
+
+    def __init__(self, config: TaskConfig, robot: RobotSpec, n_envs: int, seed: int = 0):
+        self.config, self.robot, self.n_envs = config, robot, n_envs
+        self.rng = np.random.default_rng(seed)
+        self.last_action = np.zeros((n_envs, robot.n_actions))
+        for term in config.reward_weights:
+            if not callable(getattr(self, f"reward_{term}", None)):
+                raise ValueError(f"task {self.name!r} has no reward term {term!r}; terms: {self.reward_term_names()}")
+
+    @classmethod
+    def reward_term_names(cls) -> list[str]:
+        return sorted(n[len("reward_"):] for n in dir(cls) if n.startswith("reward_") and n != "reward_term_names")
+
+    # -- sizes ---------------------------------------------------------------------------
+    @property
+    @abstractmethod
+    def observation_size(self) -> int: ...
+
+    @property
+    def privileged_size(self) -> int:
+        return 0
+
+    @property
+    def action_size(self) -> int:
+        return self.robot.n_actions
+
+    @property
+    def max_episode_return(self) -> float | None:
+        """The largest return an episode can reach, when the task defines one."""
+        return None
+
+    # -- episode -------------------------------------------------------------------------
+    @abstractmethod
+    def reset_distribution(self, env_ids: np.ndarray) -> InitState:
+        """Initial states for the envs ``env_ids`` (k,)."""
+
+    def on_reset(self, env_ids: np.ndarray) -> None:
+        """Sample commands and clear per-env buffers for ``env_ids``."""
+        self.last_action[env_ids] = 0.0
+
+    @abstractmethod
+    def action_to_command(self, action: np.ndarray) -> np.ndarray:
+        """Policy actions (n, a), nominally in [-1, 1], to PD targets or torques (n, a)."""
+
+    @abstractmethod
+    def observe(self, state: RobotState) -> np.ndarray:
+        """Policy observation (n, o) float32, from the observed part of RobotState only."""
+
+    def privileged_observe(self, state: RobotState) -> np.ndarray:
+        """Critic/teacher observation (n, p) float32; may use ``state.privileged``."""
+        return np.zeros((state.n_envs, 0), dtype=np.float32)
+
+    def terminated(self, state: RobotState) -> np.ndarray:
+        """(n,) bool: the episode ended in a terminal state (a fall, a success)."""
+        return np.zeros(state.n_envs, dtype=bool)
+
+    def reward(self, state: RobotState, action: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Total reward (n,) and each weighted term (n,)."""
+        terms = {
+            name: w * getattr(self, f"reward_{name}")(state, action)
+            for name, w in self.config.reward_weights.items()
+            if w != 0.0
+        }
+        total = np.sum(list(terms.values()), axis=0) if terms else np.zeros(state.n_envs)
+        return total, terms
+
+    def after_step(self, action: np.ndarray) -> None:
+        self.last_action[:] = action

@@ -1,0 +1,64 @@
+"""cartpole-swingup: swing the pole up from hanging and balance it (DeepMind Control Suite).
+
+Same model, reset distribution and smooth reward as dm_control's swingup, with a 0.04 s
+control period (4 physics steps of 0.01 s) over a 10 s episode: 250 steps, reward ≤ 1 per
+step, so the maximum return is 250.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from embody.robots import RobotState
+
+from ..base import InitState, SimConfig
+from ..rewards import tolerance
+from ..task import Task, TaskConfig
+
+
+@dataclass
+class CartpoleSwingupConfig(TaskConfig):
+    sim: SimConfig = field(default_factory=lambda: SimConfig(physics_dt=0.01, decimation=4, control="torque"))
+    max_episode_steps: int = 250
+    reward_weights: dict[str, float] = field(default_factory=lambda: {"swingup": 1.0})
+    camera: str | None = "fixed"
+    init_noise: float = 0.01
+
+
+class CartpoleSwingup(Task):
+    name = "cartpole-swingup"
+    robot_name = "cartpole"
+    config_class = CartpoleSwingupConfig
+    train_defaults = {"n_envs": 256, "steps": 2_500_000}
+
+    @property
+    def observation_size(self) -> int:
+        return 5  # cart x, cos θ, sin θ, cart ẋ, θ̇
+
+    @property
+    def max_episode_return(self) -> float:
+        return float(self.config.max_episode_steps * sum(self.config.reward_weights.values()))
+
+    def reset_distribution(self, env_ids: np.ndarray) -> InitState:
+        k, s = len(env_ids), self.config.init_noise
+        pos = s * self.rng.standard_normal((k, 2)) + np.array([0.0, np.pi])
+        return InitState(joint_pos=pos, joint_vel=s * self.rng.standard_normal((k, 2)))
+
+    def action_to_command(self, action: np.ndarray) -> np.ndarray:
+        return np.clip(action, -1.0, 1.0) * self.robot.torque_limit[self.robot.actuated]
+
+    def observe(self, state: RobotState) -> np.ndarray:
+        x, th = state.joint_pos[:, 0], state.joint_pos[:, 1]
+        v = state.joint_vel
+        return np.stack([x, np.cos(th), np.sin(th), v[:, 0], v[:, 1]], axis=1).astype(np.float32)
+
+    def reward_swingup(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        """dm_control's smooth swingup reward: upright × centered × small control × small velocity."""
+        upright = (np.cos(state.joint_pos[:, 1]) + 1) / 2
+        centered = (1 + tolerance(state.joint_pos[:, 0], margin=2)) / 2
+        u = np.clip(action[:, 0], -1, 1)
+        small_control = (4 + tolerance(u, margin=1, value_at_margin=0, sigmoid="quadratic")) / 5
+        small_velocity = (1 + tolerance(state.joint_vel[:, 1], margin=5)) / 2
+        return upright * centered * small_control * small_velocity
