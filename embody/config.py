@@ -71,6 +71,11 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
         return {k: _coerce(v, args[1] if args else Any, f"{where}.{k}") for k, v in value.items()}
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
+    if tp is float and isinstance(value, str):  # YAML 1.1 reads 3e-4 (no dot) as a string
+        try:
+            return float(value)
+        except ValueError:
+            pass
     if tp in (int, float, str, bool) and not (isinstance(value, tp) and not (tp is int and isinstance(value, bool))):
         raise ConfigError(f"{where}: expected {tp.__name__}, got {value!r}")
     return value

@@ -56,6 +56,7 @@ class RobotSpec:
     groups: dict[str, tuple[int, ...]] = field(default_factory=dict)  # e.g. legs -> motor ids
     sensors: Sensors = Sensors()
     base_body: str | None = None  # the floating base link (pelvis for the H1-2)
+    default_base_pos: tuple[float, float, float] = (0.0, 0.0, 0.0)  # standing at the default pose [m]
     description: str = ""
 
     @property

@@ -8,11 +8,11 @@ velocity limits). Structure:
   when unlimited), a slide a prismatic joint; a body without a joint hangs on a fixed joint
   named ``<body>_fixed``. A body with more than one joint (or a ball joint) has no URDF
   equivalent and raises ``ValueError``.
-* Floating-base robots: the root link is the base body and its free joint is dropped (engines
-  add their own floating base). Fixed-base robots: the root is the first body when it is the
-  world's only child and has no joint; otherwise a massless ``world`` link carries the world's
-  child bodies through their joints (the cart-pole's slider). World geoms (floors, rails)
-  are scene, not robot, and are left out.
+* The robot is one subtree. Floating base: the base body's; it is the root link and its free
+  joint is dropped (engines add their own floating base). Fixed base: the first body's; it is
+  the root link when it has no joint (welded to the world), otherwise a massless ``world``
+  link carries it through its joint (the cart-pole's slider). Everything else in the world
+  (floors, rails, fixtures such as a peg board) is scene, not robot, and is left out.
 * Sites named in the spec's sensors become massless links on fixed joints (``<site>_fixed``).
 * Inertials are written in their principal frame (MuJoCo's ipos/iquat and diagonal inertia),
   which is exact.
@@ -115,10 +115,11 @@ class _UrdfWriter:
 
     # -- tree ----------------------------------------------------------------------------
     def build(self) -> str:
-        root = self._root()
-        if root == 0:
+        top = self._top_body()
+        via_world = not self.spec.floating_base and self.m.body_jntnum[top] > 0
+        if via_world:
             self.link(0, with_body=False)
-        self._subtree(root, is_root=True)
+        self._subtree(top, is_root=not via_world)
         self._sites()
         materials = [ET.Element("material", name=n) for n in self.materials.values()]
         for el, rgba in zip(materials, self.materials):
@@ -127,26 +128,30 @@ class _UrdfWriter:
         ET.indent(self.robot)
         return ET.tostring(self.robot, encoding="unicode") + "\n"
 
-    def _root(self) -> int:
+    def _top_body(self) -> int:
+        """The body whose subtree is the robot."""
         m, free = self.m, self.mj.mjtJoint.mjJNT_FREE
         if self.spec.floating_base:
             if self.spec.base_body:
-                return self.mj.mj_name2id(m, self.mj.mjtObj.mjOBJ_BODY, self.spec.base_body)
+                b = self.mj.mj_name2id(m, self.mj.mjtObj.mjOBJ_BODY, self.spec.base_body)
+                if b < 1:
+                    raise ValueError(f"{self.spec.mjcf} has no base body {self.spec.base_body!r}")
+                return b
             frees = [j for j in range(m.njnt) if m.jnt_type[j] == free]
             if not frees:
                 raise ValueError(f"{self.spec.mjcf}: floating-base robot without a free joint or base_body")
             return int(m.jnt_bodyid[frees[0]])
-        top = [b for b in range(1, m.nbody) if m.body_parentid[b] == 0]
-        return top[0] if len(top) == 1 and m.body_jntnum[top[0]] == 0 else 0
+        if m.nbody < 2:
+            raise ValueError(f"{self.spec.mjcf} has no bodies")
+        return 1  # MuJoCo numbers bodies depth-first: body 1 is the world's first child
 
     def _children(self, b: int) -> list[int]:
         return [c for c in range(1, self.m.nbody) if self.m.body_parentid[c] == b]
 
     def _subtree(self, b: int, is_root: bool = False) -> None:
-        if b != 0:
-            if not is_root:
-                self.joint(b)
-            self.link(b)
+        if not is_root:
+            self.joint(b)
+        self.link(b)
         for c in self._children(b):
             self._subtree(c)
 
@@ -212,7 +217,8 @@ class _UrdfWriter:
         j = int(m.body_jntadr[b]) if n else -1
         kind = None if j < 0 else J(int(m.jnt_type[j]))  # enum: `in` fails on numpy ints
         if kind in (J.mjJNT_FREE, J.mjJNT_BALL):
-            raise ValueError(f"{self.spec.mjcf}: body {self.body_name(b)!r} has a {kind.name} joint; URDF cannot express it")
+            raise ValueError(f"{self.spec.mjcf}: body {self.body_name(b)!r} has a {kind.name} joint, "
+                             "which URDF cannot express")
         if j >= 0:
             self.offset[b] = m.jnt_pos[j]
         pos = m.body_pos[b] + _quat_to_mat(m.body_quat[b]) @ self.offset[b] - self.offset[parent]
@@ -262,7 +268,8 @@ class _UrdfWriter:
             if self.body_name(b) not in self.link_names:
                 raise ValueError(f"site {site!r} is on body {self.body_name(b)!r}, which is not part of the URDF")
             ET.SubElement(self.robot, "link", name=self._unique(site, self.link_names, "link"))
-            el = ET.SubElement(self.robot, "joint", name=self._unique(f"{site}_fixed", self.joint_names, "joint"), type="fixed")
+            name = self._unique(f"{site}_fixed", self.joint_names, "joint")
+            el = ET.SubElement(self.robot, "joint", name=name, type="fixed")
             _origin(el, self.m.site_pos[i] - self.offset[b], self.m.site_quat[i])
             ET.SubElement(el, "parent", link=self.body_name(b))
             ET.SubElement(el, "child", link=site)

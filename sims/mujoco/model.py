@@ -57,7 +57,7 @@ def build_model(robot: RobotSpec, config: SimConfig):
     if robot.floating_base and "floor" not in {g.name for g in spec.geoms}:
         spec.worldbody.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05],
                                 rgba=[0.3, 0.35, 0.4, 1])
-        spec.worldbody.add_light(pos=[0, 0, 4], dir=[0, 0, -1], directional=True)
+        spec.worldbody.add_light(pos=[0, 0, 4], dir=[0, 0, -1], type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL)
     _add_actuators(spec, robot, config)
     layout = _add_sensors(spec, robot)
     try:
@@ -99,7 +99,7 @@ def _add_sensors(spec, robot: RobotSpec) -> SensorLayout:
 
     def add(field: str, kind, dim: int, objname: str, objtype=O.mjOBJ_SITE, **kw) -> None:
         nonlocal adr
-        spec.add_sensor(name=f"{field}_{objname}", type=kind, objtype=objtype, objname=objname, **kw)
+        spec.add_sensor(name=f"{field}_{kind.name}_{objname}", type=kind, objtype=objtype, objname=objname, **kw)
         start = slices[field].start if field in slices else adr
         slices[field] = slice(start, adr + dim)
         adr += dim

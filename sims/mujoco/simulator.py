@@ -19,7 +19,7 @@ from embody.extras import require
 from embody.robots import PrivilegedState, RobotSpec, RobotState
 from embody.rotations import quat_rotate_inverse
 
-from ..base import InitState, SimConfig
+from ..base import InitState, ModelError, SimConfig
 from .model import build_model, joint_addresses, state_offsets
 
 
@@ -49,11 +49,15 @@ class MujocoSimulator:
         self._ctrl = np.zeros((n, dec, self.model.nu))
         self._traj = np.zeros((n, dec, ns))
         self._traj_sensors = np.zeros((n, dec, self.model.nsensordata))
-        mj.mj_forward(self.model, self._scratch)
+        self._base_qpos, self._base_qvel = self._free_joint_adr()
+        # the default state (initial, and where diverged envs are reset): default pose, standing
+        self._scratch.qpos[self._qadr] = robot.default_pose
+        if self._base_qpos is not None:
+            self._scratch.qpos[self._base_qpos : self._base_qpos + 3] = robot.default_base_pos
         self._default_row = self._row_of(self._scratch)
         self._state = np.tile(self._default_row, (n, 1))
-        self._sensordata = np.tile(self._scratch.sensordata, (n, 1))
-        self._base_qpos = self._free_joint_adr()
+        self._sensordata = np.zeros((n, self.model.nsensordata))
+        self._refresh_sensors(np.arange(n))
         self.diverged = np.zeros(n, dtype=bool)
         self.divergence_count = 0
         self._renderer = None
@@ -64,13 +68,14 @@ class MujocoSimulator:
         self._mj.mj_getState(self.model, data, row, self._spec)
         return row
 
-    def _free_joint_adr(self) -> int | None:
+    def _free_joint_adr(self) -> tuple[int | None, int | None]:
+        """qpos and qvel addresses of the floating base's free joint."""
         if not self.robot.floating_base:
-            return None
+            return None, None
         free = np.flatnonzero(self.model.jnt_type == self._mj.mjtJoint.mjJNT_FREE)
         if len(free) == 0:
-            raise ValueError(f"{self.robot.mjcf}: a floating-base robot needs a free joint")
-        return int(self.model.jnt_qposadr[free[0]])
+            raise ModelError(f"{self.robot.mjcf}: a floating-base robot needs a free joint")
+        return int(self.model.jnt_qposadr[free[0]]), int(self.model.jnt_dofadr[free[0]])
 
     def get_state(self) -> np.ndarray:
         return self._state.copy()
@@ -82,8 +87,11 @@ class MujocoSimulator:
 
     def _refresh_sensors(self, ids: np.ndarray) -> None:
         """Evaluate sensors at freshly set states (a loop over the reset envs only)."""
+        q_act = self._off["qpos"] + self._qadr[self._act]
         for i in ids:
             self._mj.mj_setState(self.model, self._scratch, self._state[i], self._spec)
+            # PD targets = current pose, so actuator forces (and IMU, contacts) read as at rest
+            self._scratch.ctrl[:] = self._state[i, q_act] if self.config.control == "pd" else 0.0
             self._mj.mj_forward(self.model, self._scratch)
             self._sensordata[i] = self._scratch.sensordata
 
@@ -102,7 +110,7 @@ class MujocoSimulator:
                 rows[:, q0 + b : q0 + b + 3] = init.base_pos
             if init.base_quat is not None:
                 rows[:, q0 + b + 3 : q0 + b + 7] = init.base_quat
-            bv = v0 + int(self.model.jnt_dofadr[self.model.jnt_type == 0][0])
+            bv = v0 + self._base_qvel
             if init.base_lin_vel is not None:
                 rows[:, bv : bv + 3] = init.base_lin_vel
             if init.base_ang_vel is not None:
@@ -160,7 +168,7 @@ class MujocoSimulator:
         if self._base_qpos is None:
             quat = np.tile([1.0, 0, 0, 0], (n, 1))
             return PrivilegedState(np.zeros((n, 3)), quat, np.zeros((n, 3)), np.zeros((n, 3)), contact.copy())
-        q, v = self._off["qpos"] + self._base_qpos, self._off["qvel"] + int(self.model.jnt_dofadr[self.model.jnt_type == 0][0])
+        q, v = self._off["qpos"] + self._base_qpos, self._off["qvel"] + self._base_qvel
         quat = s[:, q + 3 : q + 7]
         return PrivilegedState(
             base_pos=s[:, q : q + 3],

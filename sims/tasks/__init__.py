@@ -4,3 +4,4 @@ from embody.registry import Registry
 
 TASKS: Registry = Registry("task")
 TASKS.register("cartpole-swingup", "embody.sims.tasks.cartpole_swingup:CartpoleSwingup")
+TASKS.register("gym-humanoid", "embody.sims.tasks.gym_humanoid:GymHumanoid")

@@ -1,0 +1,74 @@
+"""Gymnasium's MuJoCo humanoid (Humanoid-v5's humanoid.xml) as a RobotSpec, for benchmarks.
+
+The model file is the one shipped inside the installed gymnasium package, never a copy in
+this repository. It declares ``<motor>`` actuators, but embody's adapters build their own
+from the spec (a model file must hold none), so the conversion is:
+
+* the spec's ``mjcf`` is a derived copy of humanoid.xml with its ``<actuator>`` section cut
+  out, written once (atomically) to ``~/.cache/embody/gym_humanoid/`` and keyed by a hash of
+  the source; everything else (RK4, 0.003 s timestep, PGS solver, armature, damping,
+  stiffness, tendons, floor) is byte-for-byte gymnasium's;
+* joints are in gymnasium's actuator order, so an action column is a gymnasium ctrl column;
+* a gymnasium motor applies ``gear * ctrl`` with ``ctrl`` in ctrlrange ±0.4, so each joint's
+  ``torque_limit`` is ``0.4 * gear`` [N·m] (40 for gear 100), and in torque control the
+  command ``gear * ctrl`` reproduces gymnasium's joint force exactly;
+* the humanoid has no PD gains (kp = kd = 0): use torque control.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from .spec import Joint, RobotSpec
+
+VELOCITY_LIMIT = 100.0  # rad/s; the model declares none
+
+
+def gymnasium_xml() -> Path:
+    import gymnasium
+
+    return Path(os.path.dirname(gymnasium.__file__)) / "envs/mujoco/assets/humanoid.xml"
+
+
+def actuator_free_xml(source: Path, cache: Path | None = None) -> Path:
+    """A copy of ``source`` without its ``<actuator>`` section, cached by content hash."""
+    text = source.read_text()
+    cache = cache or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "embody" / "gym_humanoid"
+    out = cache / f"{source.stem}-{hashlib.sha256(text.encode()).hexdigest()[:12]}.xml"
+    if not out.is_file():
+        stripped, n = re.subn(r"<actuator>.*?</actuator>", "", text, flags=re.S)
+        if n != 1:
+            raise ValueError(f"{source}: expected one <actuator> section, found {n}")
+        cache.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=cache, suffix=".xml.tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(stripped)
+        os.replace(tmp, out)  # atomic: concurrent builders never see a partial file
+    return out
+
+
+def make_spec() -> RobotSpec:
+    import mujoco
+
+    source = gymnasium_xml()
+    m = mujoco.MjModel.from_xml_path(str(source))
+    joints = []
+    for i in range(m.nu):  # gymnasium's actuator order
+        j = int(m.actuator_trnid[i, 0])
+        lo, hi = m.jnt_range[j]
+        joints.append(Joint(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j), lower=float(lo), upper=float(hi),
+                            velocity_limit=VELOCITY_LIMIT, kp=0.0, kd=0.0,
+                            torque_limit=float(m.actuator_ctrlrange[i, 1] * m.actuator_gear[i, 0])))
+    return RobotSpec(
+        name="gym_humanoid",
+        joints=tuple(joints),
+        mjcf=actuator_free_xml(source),
+        floating_base=True,
+        groups={"abdomen": (0, 1, 2), "legs": tuple(range(3, 11)), "arms": tuple(range(11, 17))},
+        base_body="torso",
+        description="gymnasium's Humanoid-v5 model (humanoid.xml), torque-controlled, for benchmarks",
+    )

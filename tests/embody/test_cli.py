@@ -1,0 +1,59 @@
+"""CLI smoke runs: list, train, eval, video, resume and the bad-input paths."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from embody.cli import main
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "embody.cli", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_list_names_everything(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for word in ("cartpole", "h1_2", "peg_arm", "mujoco", "cartpole-swingup", "ActorCritic", "extras"):
+        assert word in out
+
+
+def test_unknown_names_are_one_clear_line():
+    r = run("train", "cartpole-swingdown")
+    assert r.returncode == 2 and "unknown task 'cartpole-swingdown'; valid: cartpole-swingup" in r.stderr
+    r = run("train", "cartpole-swingup", "--sim", "nosim", "--steps", "10")
+    assert r.returncode == 2 and "unknown simulator 'nosim'" in r.stderr
+    r = run("eval", "/nonexistent/run")
+    assert r.returncode == 2 and "config.yaml is missing" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.slow
+def test_train_eval_video_resume(tmp_path):
+    out = tmp_path / "run"
+    r = run("train", "cartpole-swingup", "--envs", "8", "--steps", "2048", "--out", str(out),
+            "--set", "ppo.n_steps=64", "--set", "eval_episodes=2")
+    assert r.returncode == 0, r.stderr
+    for name in ("config.yaml", "metrics.jsonl", "metrics.csv", "learning_curve.png", "eval.json", "eval.mp4",
+                 "checkpoint/model.safetensors", "checkpoint/checkpoint.json"):
+        assert (out / name).is_file(), name
+    assert "steps/s" in r.stderr and "<" in r.stderr  # progress with rate and ETA
+    summary = json.loads((out / "eval.json").read_text())
+    assert summary["episodes"] == 2 and summary["max_return"] == 250.0
+
+    r = run("eval", str(out), "--episodes", "2")
+    assert r.returncode == 0 and json.loads(r.stdout)["episodes"] == 2
+    r = run("video", str(out), "--out", str(tmp_path / "v.mp4"))
+    assert r.returncode == 0 and (tmp_path / "v.mp4").stat().st_size > 1000
+
+    rows_before = len((out / "metrics.jsonl").read_text().splitlines())
+    r = run("train", "--resume", str(out), "--steps", "4096")
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert len(rows) > rows_before and rows[-1]["env_steps"] >= 4096
+    assert rows[-1]["iteration"] == rows[rows_before - 1]["iteration"] + (len(rows) - rows_before)
+
+    r = run("train", "cartpole-swingup", "--out", str(out), "--steps", "10")
+    assert r.returncode != 0 and "--resume" in r.stderr

@@ -1,0 +1,63 @@
+from dataclasses import dataclass, field
+from typing import Literal
+
+import pytest
+
+from embody.config import ConfigError, apply_override, from_dict, load_yaml, parse_override, to_dict
+from embody.train import TrainConfig, resolve_config
+
+
+@dataclass
+class Inner:
+    lr: float = 1e-3
+    sizes: list[int] = field(default_factory=lambda: [64, 64])
+    mode: Literal["a", "b"] = "a"
+
+
+@dataclass
+class Outer:
+    name: str = "x"
+    steps: int = 10
+    inner: Inner = field(default_factory=Inner)
+    weights: dict[str, float] = field(default_factory=dict)
+
+
+def test_overrides_are_typed_and_nested():
+    cfg = Outer()
+    for text in ["inner.lr=3e-4", "steps=20", "inner.sizes=[32, 32]", "weights.alive=0.5", "inner.mode=b"]:
+        apply_override(cfg, *parse_override(text))
+    assert cfg.inner.lr == 3e-4 and cfg.steps == 20 and cfg.inner.sizes == [32, 32]
+    assert cfg.weights == {"alive": 0.5} and cfg.inner.mode == "b"
+    assert from_dict(Outer, to_dict(cfg)) == cfg
+
+
+@pytest.mark.parametrize("text, message", [
+    ("inner.lrr=1", "unknown config key 'inner.lrr'.*lr"),
+    ("steps=many", "steps: expected int"),
+    ("inner.mode=c", "not one of"),
+    ("nokey", "key=value"),
+])
+def test_bad_overrides_fail_clearly(text, message):
+    with pytest.raises(ConfigError, match=message):
+        apply_override(Outer(), *parse_override(text))
+
+
+def test_yaml_is_read_safely_and_errors_name_the_file(tmp_path):
+    evil = tmp_path / "evil.yaml"
+    evil.write_text("steps: !!python/object/apply:os.system ['touch pwned']\n")
+    with pytest.raises(ConfigError, match="evil.yaml"):
+        load_yaml(evil)
+    with pytest.raises(ConfigError, match="missing.yaml"):
+        load_yaml(tmp_path / "missing.yaml")
+    (tmp_path / "list.yaml").write_text("- 1\n")
+    with pytest.raises(ConfigError, match="mapping"):
+        load_yaml(tmp_path / "list.yaml")
+
+
+def test_train_config_precedence(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text("n_envs: 8\nppo:\n  lr: 0.01\nenv:\n  max_episode_steps: 100\n")
+    cfg = resolve_config("cartpole-swingup", str(f), ["ppo.lr=0.02"], steps=1000, seed=None)
+    assert isinstance(cfg, TrainConfig)
+    assert cfg.n_envs == 8 and cfg.steps == 1000 and cfg.ppo.lr == 0.02
+    assert cfg.env["max_episode_steps"] == 100 and cfg.env["sim"]["decimation"] == 4

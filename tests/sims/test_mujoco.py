@@ -1,0 +1,132 @@
+"""The MuJoCo adapter: batching, resets, state round trips, divergence, bad model files."""
+
+import numpy as np
+import pytest
+
+from embody.robots import get_robot
+from embody.sims import InitState, SimConfig, make_sim
+from embody.sims.base import ModelError
+
+
+def cartpole(n=4, **kw):
+    return make_sim("mujoco", get_robot("cartpole"), SimConfig(n_envs=n, decimation=2, control="torque", **kw))
+
+
+def hanging(k):
+    return InitState(np.tile([0.0, np.pi], (k, 1)), np.zeros((k, 2)))
+
+
+def test_batched_step_matches_single_env_mj_step():
+    import mujoco
+
+    sim = cartpole(n=3)
+    sim.reset(np.arange(3), InitState(np.array([[0, 0.1], [0.2, 1.0], [-0.3, 2.0]]), np.zeros((3, 2))))
+    forces = np.array([[1.0], [-2.0], [5.0]])
+    for _ in range(5):
+        sim.step(forces)
+    # the same physics one env at a time through plain mj_step
+    m, d = sim.model, mujoco.MjData(sim.model)
+    d.qpos[:] = [0.2, 1.0]
+    for _ in range(10):
+        d.ctrl[:] = -2.0
+        mujoco.mj_step(m, d)
+    np.testing.assert_allclose(sim.state().joint_pos[1], d.qpos, atol=1e-9)
+
+
+def test_reset_selected_envs_only():
+    sim = cartpole()
+    sim.reset(np.arange(4), hanging(4))
+    for _ in range(3):
+        sim.step(np.full((4, 1), 3.0))
+    before = sim.state()
+    sim.reset(np.array([1, 3]), InitState(np.zeros((2, 2)), np.zeros((2, 2))))
+    after = sim.state()
+    np.testing.assert_array_equal(after.joint_pos[[0, 2]], before.joint_pos[[0, 2]])
+    np.testing.assert_array_equal(after.joint_pos[[1, 3]], 0.0)
+    np.testing.assert_array_equal(after.time[[1, 3]], 0.0)
+
+
+def test_get_set_state_replays_exactly():
+    sim = cartpole(n=2)
+    sim.reset(np.arange(2), hanging(2))
+    saved = sim.get_state()
+    actions = np.random.default_rng(0).uniform(-10, 10, (6, 2, 1))
+    for a in actions:
+        sim.step(a)
+    first = sim.state().joint_pos.copy()
+    sim.set_state(saved)
+    for a in actions:
+        sim.step(a)
+    np.testing.assert_array_equal(sim.state().joint_pos, first)
+
+
+def test_non_finite_commands_reset_the_env_and_are_counted():
+    sim = cartpole(n=3)
+    sim.reset(np.arange(3), hanging(3))
+    sim.step(np.array([[1.0], [np.nan], [np.inf]]))
+    assert sim.diverged.tolist() == [False, True, True]
+    assert sim.divergence_count == 2
+    s = sim.state()
+    assert np.isfinite(s.joint_pos).all() and np.isfinite(s.joint_vel).all()
+    sim.step(np.zeros((3, 1)))
+    assert not sim.diverged.any()
+
+
+def test_command_shape_is_checked():
+    with pytest.raises(ValueError, match="n_actions"):
+        cartpole(n=2).step(np.zeros((2, 2)))
+
+
+def test_pd_mode_tracks_targets():
+    robot = get_robot("cartpole").replace()
+    from embody.robots import Joint
+
+    j = robot.joints
+    robot = robot.replace(joints=(Joint("slider", -3.8, 3.8, 20, 100, kp=200.0, kd=20.0), j[1]))
+    sim = make_sim("mujoco", robot, SimConfig(n_envs=2, decimation=5, control="pd"))
+    sim.reset(np.arange(2), InitState(np.zeros((2, 2)), np.zeros((2, 2))))
+    for _ in range(100):
+        sim.step(np.array([[0.5], [-0.5]]))
+    np.testing.assert_allclose(sim.state().joint_pos[:, 0], [0.5, -0.5], atol=0.02)
+
+
+def test_missing_model_file_names_the_file(tmp_path):
+    robot = get_robot("cartpole").replace(mjcf=tmp_path / "nope.xml")
+    with pytest.raises(ModelError, match="nope.xml"):
+        make_sim("mujoco", robot, SimConfig())
+
+
+def test_malformed_model_file_names_the_file_and_mujoco_message(tmp_path):
+    bad = tmp_path / "broken.xml"
+    bad.write_text("<mujoco><worldbody><body><geom type='box' size='1'/></body></worldbdy></mujoco>")
+    robot = get_robot("cartpole").replace(mjcf=bad)
+    with pytest.raises(ModelError, match=r"broken\.xml.*(XML|Error|error)"):
+        make_sim("mujoco", robot, SimConfig())
+
+
+def test_model_without_spec_joints_is_refused(tmp_path):
+    f = tmp_path / "other.xml"
+    f.write_text("<mujoco><worldbody><body><joint name='x'/><geom size='.1'/></body></worldbody></mujoco>")
+    with pytest.raises(ModelError, match="slider"):
+        make_sim("mujoco", get_robot("cartpole").replace(mjcf=f), SimConfig())
+
+
+def test_unknown_names_list_the_valid_ones():
+    from embody.registry import UnknownName
+    from embody.sims.vec_env import make_env
+
+    with pytest.raises(UnknownName, match="valid: .*mujoco"):
+        make_sim("bullet3000", get_robot("cartpole"), SimConfig())
+    with pytest.raises(UnknownName, match="valid: .*h1_2"):
+        get_robot("h2")
+    with pytest.raises(UnknownName, match="valid: .*cartpole-swingup"):
+        make_env("cartpole-swingdown")
+
+
+def test_render_is_deterministic_and_per_env():
+    sim = cartpole(n=2, render_width=64, render_height=48)
+    sim.reset(np.arange(2), InitState(np.array([[0.0, 0.0], [1.5, np.pi]]), np.zeros((2, 2))))
+    a, b = sim.render(camera="fixed"), sim.render(camera="fixed")
+    assert a.shape == (2, 48, 64, 3)
+    np.testing.assert_array_equal(a, b)
+    assert np.abs(a[0].astype(int) - a[1]).sum() > 0

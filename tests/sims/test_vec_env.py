@@ -1,0 +1,69 @@
+"""Same-step autoreset, final observations, staggered resets, and the gymnasium facade."""
+
+import gymnasium as gym
+import numpy as np
+
+from embody.sims.vec_env import make_env
+from embody.sims.tasks import TASKS
+
+
+def short_cartpole(n=3, steps=5, **kw):
+    cfg = TASKS.get("cartpole-swingup").config_class()
+    cfg.max_episode_steps = steps
+    return make_env("cartpole-swingup", n_envs=n, config=cfg, **kw)
+
+
+def test_truncation_resets_in_the_same_step_and_returns_final_obs():
+    env = short_cartpole()
+    obs, _ = env.reset()
+    for t in range(5):
+        prev = obs
+        obs, reward, terminated, truncated, info = env.step(np.ones((3, 1)))
+    assert truncated.all() and not terminated.any()
+    assert len(info.episode_return) == 3 and (info.episode_length == 5).all()
+    # the returned obs is a fresh reset (pole hanging), the final obs is where the episode ended
+    np.testing.assert_allclose(obs[:, 1], -1.0, atol=1e-3)  # cos(pi)
+    assert not np.allclose(info.final_obs, obs)
+    assert np.abs(info.final_obs[:, 0]).min() > np.abs(prev[:, 0]).min()  # the cart had moved on
+    assert (env.episode_step == 0).all()
+
+
+def test_staggered_resets_spread_episode_ends():
+    env = short_cartpole(n=64, steps=50, staggered=True)
+    env.reset()
+    ends = []
+    for t in range(50):
+        *_, truncated, _ = env.step(np.zeros((64, 1)))
+        ends.append(int(truncated.sum()))
+    assert max(ends) < 16 and sum(ends) == 64  # synchronous resets would end all 64 at once
+
+
+def test_non_finite_actions_terminate_and_reset_never_propagate():
+    env = short_cartpole(n=2, steps=100)
+    env.reset()
+    obs, reward, terminated, _, info = env.step(np.array([[np.nan], [0.5]]))
+    assert terminated.tolist() == [True, False] and info.diverged.tolist() == [True, False]
+    assert np.isfinite(obs).all() and np.isfinite(reward).all()
+    assert env.diverged_total == 1
+
+
+def test_gymnasium_vector_facade_same_step():
+    import embody.sims.gym  # noqa: F401  (registers embody/<task>-v0)
+
+    env = gym.make_vec("embody/cartpole-swingup-v0", num_envs=2)
+    assert env.metadata["autoreset_mode"] == gym.vector.AutoresetMode.SAME_STEP
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (2, 5)
+    for _ in range(250):
+        obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+    assert truncated.all() and info["_final_obs"].all() and info["final_obs"].shape == (2, 5)
+    env.close()
+
+
+def test_gymnasium_single_env_passes_env_checker():
+    from gymnasium.utils.env_checker import check_env
+
+    import embody.sims.gym  # noqa: F401
+
+    env = gym.make("embody/cartpole-swingup-v0")
+    check_env(env.unwrapped, skip_render_check=True)
