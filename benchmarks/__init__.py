@@ -10,6 +10,7 @@ import importlib
 
 BENCHMARKS = {
     "core": "embody.benchmarks.core",
+    "learning": "embody.benchmarks.learning",
 }
 
 

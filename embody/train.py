@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from embody.config import apply_override, from_dict, load_yaml, parse_override, save_yaml, to_dict
+from embody.config import ConfigError, apply_override, from_dict, load_yaml, parse_override, save_yaml, to_dict
 from embody.policies.actor_critic import ActorCritic, ActorCriticConfig
 from embody.policies.checkpoint import load_checkpoint, save_checkpoint
 from embody.policies.evaluate import evaluate
@@ -33,6 +33,7 @@ class TrainConfig:
     device: str = "cpu"
     torch_threads: int = 1  # small networks: one thread leaves the cores to the simulator
     staggered_resets: bool = False
+    max_time_s: float = 0.0  # stop training after this wall-clock time (0: no limit)
     checkpoint_every: int = 50  # iterations
     eval_episodes: int = 10
     video: bool = True
@@ -80,6 +81,8 @@ def policy_spec(env: VecEnv) -> dict:
 
 def train(cfg: TrainConfig, out: Path, resume: bool = False) -> dict:
     """Train, checkpoint, evaluate and record a video into run directory ``out``."""
+    if cfg.device.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError("device 'cuda' was asked for but PyTorch sees no CUDA GPU; use --device cpu")
     torch.manual_seed(cfg.seed)
     np.random.seed(cfg.seed)
     torch.set_num_threads(cfg.torch_threads)
@@ -108,15 +111,18 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False) -> dict:
                 "time_s": m.get("time_s", 0.0), "config": to_dict(cfg)}
         save_checkpoint(out / "checkpoint", policy, spec, meta, ppo.optimizer)
 
-    def on_iteration(m: dict) -> None:
+    last: dict = {}
+
+    def on_iteration(m: dict) -> bool:
         m["time_s"] += time_offset
+        last.update(m)
         log.append(m)
         progress.update(m["env_steps"], ret=m["episode_return"], lr=m["lr"])
         if m["iteration"] % cfg.checkpoint_every == 0:
             save(m)
+        return cfg.max_time_s > 0 and m["time_s"] >= cfg.max_time_s
 
-    last = {}
-    ppo.learn(cfg.steps, lambda m: (on_iteration(m), last.update(m))[0])
+    ppo.learn(cfg.steps, on_iteration)
     progress.close(ret=last.get("episode_return", float("nan")))
     save(last)
     rows = log.rows()

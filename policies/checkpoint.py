@@ -29,6 +29,7 @@ MODEL_FILE, META_FILE = "model.safetensors", "checkpoint.json"
 
 POLICY_CLASSES: Registry = Registry("policy")
 POLICY_CLASSES.register("ActorCritic", "embody.policies.actor_critic:ActorCritic")
+POLICY_CLASSES.register("RecurrentActorCritic", "embody.policies.recurrent:RecurrentActorCritic")
 
 
 class CheckpointError(ValueError):
@@ -87,6 +88,7 @@ def save_checkpoint(directory: str | Path, policy: torch.nn.Module, spec: dict, 
         }
         (tmp / META_FILE).write_text(json.dumps(doc, indent=2, default=str))
         old = directory.with_name(f".{directory.name}.old")
+        shutil.rmtree(old, ignore_errors=True)  # left over by a save killed after its first rename
         if directory.exists():
             os.replace(directory, old)
         os.replace(tmp, directory)

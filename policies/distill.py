@@ -1,0 +1,94 @@
+"""Teacher → student distillation with DAgger (Ross et al., 2011).
+
+The teacher may see privileged information (``teacher_obs="privileged"``: the observation
+concatenated with the privileged observation, (n, o + p), as the asymmetric critic sees it);
+the student sees the observation (n, o) only. Each iteration rolls out a mixture that plays
+the teacher's action with probability ``beta`` and the student's otherwise (per env and
+step; ``beta`` starts at 1 and decays), labels every visited state with the teacher's action,
+adds them to the dataset and retrains the student on all of it by behavior cloning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+import numpy as np
+import torch
+
+from .bc import BCConfig, train_bc
+from .datasets import Demonstrations, as_action_fn, expert_input, reset_policy
+from .evaluate import evaluate
+
+
+@dataclass
+class DAggerConfig:
+    iterations: int = 10
+    steps_per_iteration: int = 250  # rollout steps per env per iteration
+    beta_decay: float = 0.5  # beta_i = beta_decay ** i: the teacher's share of rollout actions
+    eval_episodes: int = 0  # student-only episodes after each iteration for "student_return" (0: skip)
+    bc: BCConfig = field(default_factory=lambda: BCConfig(epochs=10))  # retraining, each iteration
+    seed: int = 0
+
+    def beta(self, iteration: int) -> float:
+        return self.beta_decay**iteration
+
+
+def distill(env, teacher, student: torch.nn.Module, config: DAggerConfig | None = None,
+            teacher_obs: str = "privileged", progress_cb: Callable[[dict], bool | None] | None = None) -> list[dict]:
+    """Train ``student`` (MLP or recurrent) in place to imitate ``teacher`` (a Policy or a
+    callable on tensors) on ``env``; ``progress_cb(metrics)`` may return True to stop.
+
+    Returns one dict per iteration: ``beta``, ``samples`` (aggregated), ``action_mse`` (the
+    student's deterministic action against the teacher's over this iteration's visited states,
+    before retraining on them), ``train_mse``, ``rollout_return`` (mixture episodes finished
+    in the rollout) and, with ``eval_episodes``, ``student_return``.
+    """
+    cfg = config or DAggerConfig()
+    rng = np.random.default_rng(cfg.seed)
+    parts: list[Demonstrations] = []
+    history: list[dict] = []
+    for i in range(cfg.iterations):
+        beta = cfg.beta(i)
+        part, stats = rollout_mixture(env, teacher, student, cfg.steps_per_iteration, beta, teacher_obs, rng)
+        parts.append(part)
+        data = Demonstrations.concat(parts)
+        fit = train_bc(student, data, replace(cfg.bc, seed=cfg.bc.seed + i))
+        metrics = {"iteration": i + 1, "beta": beta, "samples": len(data), **stats, "train_mse": fit["mse"]}
+        if cfg.eval_episodes:
+            metrics["student_return"] = float(np.mean(evaluate(env, student, cfg.eval_episodes).returns))
+        history.append(metrics)
+        if progress_cb is not None and progress_cb(metrics):
+            break
+    return history
+
+
+def rollout_mixture(env, teacher, student: torch.nn.Module, steps: int, beta: float, teacher_obs: str,
+                    rng: np.random.Generator) -> tuple[Demonstrations, dict]:
+    """``steps`` steps per env from a reset, playing the teacher's action where a coin with
+    probability ``beta`` says so and the student's elsewhere; labels are the teacher's actions."""
+    teacher_act, student_act = as_action_fn(teacher), as_action_fn(student)
+    obs, priv = env.reset()
+    reset_policy(teacher, None)
+    reset_policy(student, None)
+    seq = {"obs": [], "labels": [], "starts": []}
+    starts = np.ones(env.n_envs, dtype=bool)
+    sq_err, returns = 0.0, []
+    for _ in range(steps):
+        student_obs = torch.as_tensor(obs, dtype=torch.float32)
+        label = teacher_act(expert_input(obs, priv, teacher_obs))
+        own = student_act(student_obs)
+        sq_err += float((own - label).pow(2).mean())
+        seq["obs"].append(student_obs)
+        seq["labels"].append(label)
+        seq["starts"].append(torch.as_tensor(starts))
+        use_teacher = torch.as_tensor(rng.random(env.n_envs) < beta)[:, None]
+        obs, _, terminated, truncated, info = env.step(torch.where(use_teacher, label, own).numpy())
+        priv, starts = info.privileged_obs, terminated | truncated
+        reset_policy(teacher, starts)
+        reset_policy(student, starts)
+        returns.extend(info.episode_return.tolist())
+    data = Demonstrations.from_time_major(torch.stack(seq["obs"]), torch.stack(seq["labels"]),
+                                          torch.stack(seq["starts"]))
+    stats = {"action_mse": sq_err / steps, "rollout_return": float(np.mean(returns)) if returns else float("nan")}
+    return data, stats

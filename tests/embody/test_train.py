@@ -1,0 +1,24 @@
+import pytest
+import torch
+
+from embody.train import resolve_config, train
+
+
+@pytest.mark.slow
+def test_ppo_learns_cartpole_swingup(tmp_path):
+    """A short run (600k env steps, ~25 s on 2 cores) gets most of the way: ≥ 60% of max return.
+    The full default run and 3 seeds are in `embody bench learning`."""
+    cfg = resolve_config("cartpole-swingup", steps=600_000, seed=0)
+    cfg.video = False
+    summary = train(cfg, tmp_path / "run")
+    assert summary["return_fraction_of_max"] >= 0.6, summary
+
+
+def test_cuda_request_without_a_gpu_is_a_clear_error(tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the cuda path runs instead (embody train --device cuda)")
+    cfg = resolve_config("cartpole-swingup", steps=100, device="cuda")
+    from embody.config import ConfigError
+
+    with pytest.raises(ConfigError, match="CUDA"):
+        train(cfg, tmp_path / "run")
