@@ -80,8 +80,12 @@ class Task(ABC):
         """Initial states for the envs ``env_ids`` (k,)."""
 
     def on_reset(self, env_ids: np.ndarray) -> None:
-        """Sample commands and clear per-env buffers for ``env_ids``."""
+        """Clear per-env buffers and sample new commands for ``env_ids``."""
         self.last_action[env_ids] = 0.0
+        self.sample_commands(env_ids)
+
+    def sample_commands(self, env_ids: np.ndarray) -> None:
+        """Draw new commands (velocity targets, motion clips, goals) for ``env_ids``; none by default."""
 
     @abstractmethod
     def action_to_command(self, action: np.ndarray) -> np.ndarray:

@@ -11,10 +11,11 @@ are spread over the horizon instead of happening in lockstep.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
-from embody.robots import get_robot
+from embody.robots import RobotState, get_robot
 
 from . import make_sim
 from .base import Simulator
@@ -44,10 +45,17 @@ class StepInfo:
     diverged: np.ndarray
 
 
+RewardFn = Callable[[RobotState, np.ndarray, np.ndarray], np.ndarray]
+
+
 class VecEnv:
-    def __init__(self, task: Task, sim: Simulator, seed: int = 0, staggered: bool = False):
+    """``reward_fn(state, action, task_reward) -> (n,)``, when given, replaces the task's reward
+    (a learned reward model, a preference-based reward); the task's terms are still logged."""
+
+    def __init__(self, task: Task, sim: Simulator, seed: int = 0, staggered: bool = False,
+                 reward_fn: RewardFn | None = None):
         self.task, self.sim, self.n_envs = task, sim, sim.n_envs
-        self.staggered = staggered
+        self.staggered, self.reward_fn = staggered, reward_fn
         self.rng = np.random.default_rng(seed)
         self.episode_step = np.zeros(self.n_envs, dtype=np.int64)
         self.episode_return = np.zeros(self.n_envs)
@@ -79,6 +87,8 @@ class VecEnv:
         self.sim.step(self.task.action_to_command(action))
         state = self.sim.state()
         reward, terms = self.task.reward(state, action)
+        if self.reward_fn is not None:
+            reward = np.asarray(self.reward_fn(state, action, reward), dtype=np.float64)
         self.task.after_step(action)
         diverged = self.sim.diverged
         reward = np.where(diverged, 0.0, reward)
@@ -111,11 +121,12 @@ def make_task_config(task_name: str) -> TaskConfig:
 
 
 def make_env(task_name: str, sim: str = "mujoco", n_envs: int = 1, seed: int = 0, staggered: bool = False,
-             config: TaskConfig | None = None) -> VecEnv:
+             config: TaskConfig | None = None, reward_fn: RewardFn | None = None) -> VecEnv:
     """Build task ``task_name`` on simulator ``sim`` (unknown names list the valid ones)."""
     task_cls = TASKS.get(task_name)
     config = config or task_cls.config_class()
     config.sim.n_envs = n_envs
     robot = get_robot(task_cls.robot_name)
     simulator = make_sim(sim, robot, config.sim)
-    return VecEnv(task_cls(config, robot, n_envs, seed), simulator, seed=seed, staggered=staggered)
+    return VecEnv(task_cls(config, robot, n_envs, seed), simulator, seed=seed, staggered=staggered,
+                  reward_fn=reward_fn)

@@ -34,7 +34,6 @@ class GymHumanoidConfig(TaskConfig):
     reward_weights: dict[str, float] = field(default_factory=lambda: {"healthy": 5.0, "forward": 1.25, "ctrl": -0.1})
     healthy_z: tuple[float, float] = (1.0, 2.0)
     reset_noise: float = 0.01
-    init_height: float = 1.4  # torso height in humanoid.xml
 
 
 class GymHumanoid(Task):
@@ -53,7 +52,7 @@ class GymHumanoid(Task):
         u = lambda *shape: self.rng.uniform(-s, s, shape)  # noqa: E731
         quat = np.array([1.0, 0, 0, 0]) + u(k, 4)
         return InitState(joint_pos=self.robot.default_pose + u(k, j), joint_vel=u(k, j),
-                         base_pos=np.array([0, 0, self.config.init_height]) + u(k, 3),
+                         base_pos=np.array(self.robot.default_base_pos) + u(k, 3),
                          base_quat=quat / np.linalg.norm(quat, axis=1, keepdims=True),
                          base_lin_vel=u(k, 3), base_ang_vel=u(k, 3))
 

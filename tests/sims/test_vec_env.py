@@ -67,3 +67,12 @@ def test_gymnasium_single_env_passes_env_checker():
 
     env = gym.make("embody/cartpole-swingup-v0")
     check_env(env.unwrapped, skip_render_check=True)
+
+
+def test_reward_fn_replaces_the_task_reward():
+    env = short_cartpole(n=2, steps=100)
+    env.reward_fn = lambda state, action, task_reward: -state.joint_pos[:, 0] ** 2 + 0 * task_reward
+    env.reset()
+    _, reward, *_ = env.step(np.ones((2, 1)))
+    s = env.sim.state()
+    np.testing.assert_allclose(reward, -s.joint_pos[:, 0] ** 2, rtol=1e-6)
