@@ -39,9 +39,9 @@ def is_recurrent(policy) -> bool:
     return hasattr(policy, "forward_sequence")
 
 
-def train_bc(policy: torch.nn.Module, data: Demonstrations, config: BCConfig | None = None,
+def train_bc(policy: torch.nn.Module, dataset: Demonstrations, config: BCConfig | None = None,
              progress_cb: Callable[[dict], bool | None] | None = None) -> dict:
-    """Train ``policy`` in place on ``data``; ``progress_cb(epoch_metrics)`` may return True to stop.
+    """Train ``policy`` in place on ``dataset``; ``progress_cb(epoch_metrics)`` may return True to stop.
 
     Returns the last epoch's mean ``loss`` and ``mse`` (training data), ``epochs``,
     ``grad_steps``, ``time_s``.
@@ -49,11 +49,11 @@ def train_bc(policy: torch.nn.Module, data: Demonstrations, config: BCConfig | N
     cfg = config or BCConfig()
     if cfg.loss not in LOSSES:
         raise ValueError(f"unknown BC loss {cfg.loss!r}; valid: {list(LOSSES)}")
-    if (data.obs_size, data.action_size) != (policy.obs_size, policy.action_size):
-        raise ValueError(f"demonstrations have obs/action sizes {data.obs_size}/{data.action_size}, "
+    if (dataset.obs_size, dataset.action_size) != (policy.obs_size, policy.action_size):
+        raise ValueError(f"demonstrations have obs/action sizes {dataset.obs_size}/{dataset.action_size}, "
                          f"the policy {policy.obs_size}/{policy.action_size}")
     device = policy.log_std.device
-    obs, actions, starts = data.obs.to(device), data.actions.to(device), data.episode_starts.to(device)
+    obs, actions, starts = dataset.obs.to(device), dataset.actions.to(device), dataset.episode_starts.to(device)
     if cfg.fit_normalizer and isinstance(policy.obs_norm, Normalizer):
         fit_normalizer(policy.obs_norm, obs)
     optimizer = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -79,6 +79,7 @@ def train_bc(policy: torch.nn.Module, data: Demonstrations, config: BCConfig | N
         if progress_cb is not None and progress_cb(metrics):
             break
     policy.eval()
+    policy.reset()  # a recurrent state from before training is stale
     return {"loss": metrics.get("loss", float("nan")), "mse": metrics.get("mse", float("nan")),
             "epochs": metrics.get("epoch", 0), "grad_steps": steps, "time_s": time.perf_counter() - start}
 

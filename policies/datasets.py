@@ -40,8 +40,9 @@ class Demonstrations:
                 or self.episode_starts.shape != (n,):
             raise ValueError(f"inconsistent shapes: obs {tuple(self.obs.shape)}, actions "
                              f"{tuple(self.actions.shape)}, episode_starts {tuple(self.episode_starts.shape)}")
-        if n:
-            self.episode_starts[0] = True  # a segment always starts the data
+        if n and not self.episode_starts[0]:  # a segment always starts the data
+            self.episode_starts = self.episode_starts.clone()
+            self.episode_starts[0] = True
 
     def __len__(self) -> int:
         return self.obs.shape[0]

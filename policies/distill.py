@@ -18,7 +18,6 @@ import torch
 
 from .bc import BCConfig, train_bc
 from .datasets import Demonstrations, as_action_fn, expert_input, reset_policy
-from .evaluate import evaluate
 
 
 @dataclass
@@ -26,7 +25,7 @@ class DAggerConfig:
     iterations: int = 10
     steps_per_iteration: int = 250  # rollout steps per env per iteration
     beta_decay: float = 0.5  # beta_i = beta_decay ** i: the teacher's share of rollout actions
-    eval_episodes: int = 0  # student-only episodes after each iteration for "student_return" (0: skip)
+    eval_steps: int = 0  # steps per env of a student-only rollout after each iteration (0: skip)
     bc: BCConfig = field(default_factory=lambda: BCConfig(epochs=10))  # retraining, each iteration
     seed: int = 0
 
@@ -42,7 +41,8 @@ def distill(env, teacher, student: torch.nn.Module, config: DAggerConfig | None 
     Returns one dict per iteration: ``beta``, ``samples`` (aggregated), ``action_mse`` (the
     student's deterministic action against the teacher's over this iteration's visited states,
     before retraining on them), ``train_mse``, ``rollout_return`` (mixture episodes finished
-    in the rollout) and, with ``eval_episodes``, ``student_return``.
+    in the rollout) and, with ``eval_steps``, the student's own ``student_mse`` and
+    ``student_return`` (episodes finished in a rollout without the teacher: the DAgger target).
     """
     cfg = config or DAggerConfig()
     rng = np.random.default_rng(cfg.seed)
@@ -55,8 +55,9 @@ def distill(env, teacher, student: torch.nn.Module, config: DAggerConfig | None 
         data = Demonstrations.concat(parts)
         fit = train_bc(student, data, replace(cfg.bc, seed=cfg.bc.seed + i))
         metrics = {"iteration": i + 1, "beta": beta, "samples": len(data), **stats, "train_mse": fit["mse"]}
-        if cfg.eval_episodes:
-            metrics["student_return"] = float(np.mean(evaluate(env, student, cfg.eval_episodes).returns))
+        if cfg.eval_steps:
+            _, own = rollout_mixture(env, teacher, student, cfg.eval_steps, 0.0, teacher_obs, rng)
+            metrics.update(student_mse=own["action_mse"], student_return=own["rollout_return"])
         history.append(metrics)
         if progress_cb is not None and progress_cb(metrics):
             break

@@ -57,7 +57,8 @@ class MujocoSimulator:
         self._default_row = self._row_of(self._scratch)
         self._state = np.tile(self._default_row, (n, 1))
         self._sensordata = np.zeros((n, self.model.nsensordata))
-        self._refresh_sensors(np.arange(n))
+        self._refresh_sensors(np.array([0]))
+        self._sensordata[1:] = self._sensordata[0]  # all envs start in the same state
         self.diverged = np.zeros(n, dtype=bool)
         self.divergence_count = 0
         self._renderer = None

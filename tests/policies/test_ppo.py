@@ -1,0 +1,82 @@
+"""PPO: a short run on cartpole, GAE by hand, and bootstrapping of time-limit truncations."""
+
+import math
+
+import numpy as np
+import torch
+
+from embody.policies.actor_critic import ActorCritic, ActorCriticConfig
+from embody.policies.ppo import PPO, PPOConfig, RolloutBuffer
+from embody.sims.vec_env import StepInfo
+from policy_helpers import cartpole, small_mlp
+
+
+def test_two_iterations_on_cartpole():
+    env = cartpole(n_envs=8, max_episode_steps=12)
+    ppo = PPO(env, small_mlp(5, 1), PPOConfig(n_steps=16, epochs=2, minibatches=2))
+    rows = []
+    ppo.learn(2 * 16 * 8, rows.append)
+    assert [r["iteration"] for r in rows] == [1, 2] and ppo.env_steps == 256
+    for r in rows:
+        assert all(math.isfinite(v) for v in r.values()), r
+        assert r["episodes"] > 0
+    env.close()
+
+
+def test_gae_by_hand():
+    buf = RolloutBuffer(3, 1, 1, 1, 1, torch.device("cpu"))
+    buf.rewards[:, 0] = torch.tensor([1.0, 2.0, 3.0])
+    buf.values[:, 0] = torch.tensor([0.5, 1.0, 1.5])
+    buf.dones[:, 0] = torch.tensor([0.0, 1.0, 0.0])  # the episode ends at t = 1
+    g, lam, last = 0.9, 0.8, torch.tensor([2.0])
+    buf.compute_gae(last, g, lam)
+    d2 = 3.0 + g * 2.0 - 1.5  # bootstraps from last_value
+    d1 = 2.0 - 1.0  # done: no bootstrap
+    d0 = 1.0 + g * 1.0 - 0.5
+    adv = [d0 + g * lam * d1, d1, d2]  # nothing flows back across the episode end
+    torch.testing.assert_close(buf.advantages[:, 0], torch.tensor(adv))
+    torch.testing.assert_close(buf.returns[:, 0], torch.tensor(adv) + buf.values[:, 0])
+
+
+class StepCounterEnv:
+    """Two envs whose observation is their step count; env 0 is truncated after 3 steps,
+    env 1 terminates after 2. Every step pays reward 1."""
+
+    n_envs, observation_size, privileged_size, action_size = 2, 1, 0, 1
+
+    def __init__(self):
+        self.t = np.zeros(2)
+
+    def _obs(self) -> np.ndarray:
+        return self.t[:, None].astype(np.float32)
+
+    def reset(self):
+        self.t[:] = 0
+        return self._obs(), np.zeros((2, 0), np.float32)
+
+    def step(self, action):
+        self.t += 1
+        truncated, terminated = np.array([self.t[0] >= 3, False]), np.array([False, self.t[1] >= 2])
+        final, done = self._obs(), truncated | terminated
+        lengths = self.t[done].astype(np.int64)
+        self.t[done] = 0
+        empty = np.zeros((2, 0), np.float32)
+        info = StepInfo(empty, final, empty, lengths * 1.0, lengths, {}, np.zeros(2, bool))
+        return self._obs(), np.ones(2, np.float32), terminated, truncated, info
+
+
+def test_truncation_bootstraps_from_the_final_observation():
+    policy = ActorCritic(1, 1, 0, ActorCriticConfig(critic_hidden=[], normalize_obs=False))
+    with torch.no_grad():  # V(s) = 2 s + 0.5, a single linear layer
+        policy.critic[0].weight.fill_(2.0)
+        policy.critic[0].bias.fill_(0.5)
+    cfg = PPOConfig(n_steps=6, gamma=0.9)
+    ppo = PPO(StepCounterEnv(), policy, cfg)
+    buf = RolloutBuffer(6, 2, 1, 1, 1, torch.device("cpu"))
+    ppo.collect(buf, [])
+    bootstrap = 1.0 + 0.9 * (2.0 * 3 + 0.5)  # V(final obs = 3), not V(reset obs = 0)
+    torch.testing.assert_close(buf.rewards[:, 0], torch.tensor([1, 1, bootstrap, 1, 1, bootstrap]))
+    torch.testing.assert_close(buf.rewards[:, 1], torch.ones(6))  # termination: no bootstrap
+    torch.testing.assert_close(buf.dones[:, 0], torch.tensor([0.0, 0, 1, 0, 0, 1]))
+    torch.testing.assert_close(buf.dones[:, 1], torch.tensor([0.0, 1, 0, 1, 0, 1]))
+    torch.testing.assert_close(buf.values[:, 0], torch.tensor([0.5, 2.5, 4.5, 0.5, 2.5, 4.5]))
