@@ -24,4 +24,7 @@ for package, folder in ROOTS.items():
     packages.append(package)
     packages += [f"{package}.{sub}" for sub in find_packages(folder)]
 
-setup(packages=packages, package_dir=package_dir, include_package_data=True)
+# model files, motion clips and PDDL under assets/ live in plain folders, not packages
+package_data = {"embody.assets": ["**/*.xml", "**/*.urdf", "**/*.yaml", "**/*.json", "**/*.pddl", "**/*.npz"]}
+
+setup(packages=packages, package_dir=package_dir, package_data=package_data)
