@@ -4,6 +4,6 @@ from embody.config import ConfigError
 from embody.extras import MissingExtra
 from embody.policies.checkpoint import CheckpointError
 from embody.registry import UnknownName
-from embody.sims.base import ModelError
+from embody.sims.base import ModelError, UnsupportedTask
 
-UserError = (ConfigError, MissingExtra, CheckpointError, UnknownName, ModelError, FileNotFoundError)
+UserError = (ConfigError, MissingExtra, CheckpointError, UnknownName, ModelError, UnsupportedTask, FileNotFoundError)

@@ -14,6 +14,29 @@ import numpy as np
 from embody.robots import RobotSpec, RobotState
 
 
+CAPABILITIES = {
+    "pd": "PD position control evaluated every physics step",
+    "torque": "joint torque control",
+    "imu": "torso IMU (quaternion, gyroscope, accelerometer)",
+    "contact": "contact forces at the spec's foot sites",
+    "ee_pose": "end-effector pose",
+    "wrench": "wrist force/torque sensing",
+    "render": "RGB camera rendering",
+    "state": "exact full-state get/set",
+}
+
+
+class UnsupportedTask(ValueError):
+    """A simulator lacks a capability a task needs; the message names it."""
+
+
+def check_capabilities(sim_name: str, offered: frozenset[str], task_name: str, needed: set[str]) -> None:
+    missing = sorted(set(needed) - set(offered))
+    if missing:
+        what = "; ".join(f"{m} ({CAPABILITIES.get(m, '?')})" for m in missing)
+        raise UnsupportedTask(f"simulator {sim_name!r} cannot serve task {task_name!r}: it lacks {what}")
+
+
 class ModelError(ValueError):
     """A model file is missing or malformed; the message names the file and the engine's complaint."""
 
@@ -61,6 +84,7 @@ class Simulator(Protocol):
     """
 
     name: ClassVar[str]
+    capabilities: ClassVar[frozenset[str]]  # keys of CAPABILITIES
     robot: RobotSpec
     config: SimConfig
     n_envs: int

@@ -42,6 +42,7 @@ class Task(ABC):
     name: ClassVar[str]
     robot_name: ClassVar[str]
     config_class: ClassVar[type[TaskConfig]] = TaskConfig
+    requires: ClassVar[frozenset[str]] = frozenset()  # simulator capabilities beyond the control mode
     train_defaults: ClassVar[dict] = {}  # TrainConfig overrides that suit this task ("ppo.lr": 3e-4, ...)
 
     def __init__(self, config: TaskConfig, robot: RobotSpec, n_envs: int, seed: int = 0):

@@ -17,8 +17,8 @@ import numpy as np
 
 from embody.robots import RobotState, get_robot
 
-from . import make_sim
-from .base import Simulator
+from . import SIMULATORS, make_sim
+from .base import Simulator, check_capabilities
 from .task import Task, TaskConfig
 from .tasks import TASKS
 
@@ -126,6 +126,7 @@ def make_env(task_name: str, sim: str = "mujoco", n_envs: int = 1, seed: int = 0
     task_cls = TASKS.get(task_name)
     config = config or task_cls.config_class()
     config.sim.n_envs = n_envs
+    check_capabilities(sim, SIMULATORS.get(sim).capabilities, task_name, task_cls.requires | {config.sim.control})
     robot = get_robot(task_cls.robot_name)
     simulator = make_sim(sim, robot, config.sim)
     return VecEnv(task_cls(config, robot, n_envs, seed), simulator, seed=seed, staggered=staggered,

@@ -10,15 +10,13 @@ mouth (the board's top face) in the robot base frame; ``hole_yaw`` turns the boa
 
 from __future__ import annotations
 
-import hashlib
 import math
-import os
-import tempfile
 import xml.etree.ElementTree as ET
 from dataclasses import astuple, dataclass, fields
 from pathlib import Path
 
 from embody.assets import asset_path
+from embody.cache import cache_dir, write_cached
 
 from . import constants as C
 
@@ -113,31 +111,9 @@ def scene_xml(b: PegBoard) -> str:
     return ET.tostring(root, encoding="unicode") + "\n"
 
 
-def cache_dir() -> Path:
-    """$EMBODY_CACHE_DIR, else $XDG_CACHE_HOME/embody, else ~/.cache/embody."""
-    if os.environ.get("EMBODY_CACHE_DIR"):
-        return Path(os.environ["EMBODY_CACHE_DIR"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "embody"
-
-
 def write_scene(b: PegBoard, folder: Path | None = None) -> Path:
     """Write ``scene_xml(b)`` to <folder>/peg_arm/<content hash>.xml (atomically) and return it."""
-    text = scene_xml(b)
-    out = Path(folder or cache_dir()) / "peg_arm"
-    path = out / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.xml"
-    if path.is_file():  # same content, same name: nothing to do
-        return path
-    out.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out, prefix=".scene-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return write_cached(Path(folder) / "peg_arm" if folder else cache_dir("peg_arm"), scene_xml(b))
 
 
 def read_board(path: Path) -> PegBoard:

@@ -61,8 +61,9 @@ class GymHumanoid(Task):
 
     def observe(self, state: RobotState) -> np.ndarray:
         p = state.privileged
-        return np.concatenate([p.base_pos[:, 2:], p.base_quat, state.joint_pos, quat_rotate(p.base_quat, p.base_lin_vel),
-                               p.base_ang_vel, state.joint_vel], axis=1).astype(np.float32)
+        world_lin_vel = quat_rotate(p.base_quat, p.base_lin_vel)  # MuJoCo's qvel[:3]
+        return np.concatenate([p.base_pos[:, 2:], p.base_quat, state.joint_pos, world_lin_vel, p.base_ang_vel,
+                               state.joint_vel], axis=1).astype(np.float32)
 
     def _healthy(self, state: RobotState) -> np.ndarray:
         lo, hi = self.config.healthy_z

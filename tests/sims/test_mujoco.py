@@ -130,3 +130,13 @@ def test_render_is_deterministic_and_per_env():
     assert a.shape == (2, 48, 64, 3)
     np.testing.assert_array_equal(a, b)
     assert np.abs(a[0].astype(int) - a[1]).sum() > 0
+
+
+def test_a_task_the_simulator_cannot_serve_names_the_capability(monkeypatch):
+    from embody.sims.base import UnsupportedTask
+    from embody.sims.mujoco import MujocoSimulator
+    from embody.sims.vec_env import make_env
+
+    monkeypatch.setattr(MujocoSimulator, "capabilities", frozenset({"pd"}))
+    with pytest.raises(UnsupportedTask, match="cannot serve task 'cartpole-swingup': it lacks torque"):
+        make_env("cartpole-swingup")
