@@ -63,7 +63,7 @@ def rate_row(measurement: str, ours: float, peer_name: str, peer: float, target:
 
 
 # -- (a) physics ---------------------------------------------------------------------------
-PHYSICS_MODELS = {  # robot: (control, decimation, command)
+PHYSICS_MODELS = {  # robot: (control mode, decimation, the constant command)
     "h1_2": ("pd", 10, "PD targets at the default pose"),
     "gym_humanoid": ("torque", 5, "zero torque"),
 }
@@ -77,6 +77,7 @@ def bench_physics(robot_name: str, n_envs: int, steps: int, threads: int, repeat
     from embody.sims.mujoco.model import state_offsets
 
     control, decimation, what = PHYSICS_MODELS[robot_name]
+    threads = min(threads, n_envs)  # as the simulator does
     robot = get_robot(robot_name)
     sim = make_sim("mujoco", robot, SimConfig(n_envs=n_envs, decimation=decimation, control=control,
                                               n_threads=threads))
@@ -123,15 +124,15 @@ def bench_physics(robot_name: str, n_envs: int, steps: int, threads: int, repeat
     q0 = state_offsets(m)["qpos"]
     ours_q, raw_q = sim.get_state()[:, q0:q0 + m.nq], np.stack([d.qpos for d in datas])
     z = int(m.jnt_qposadr[m.jnt_type == mujoco.mjtJoint.mjJNT_FREE][0]) + 2  # base height
-    physics_steps = n_envs * steps * decimation
+    note = (f"{what}; final mean base height ours {ours_q[:, z].mean():.2f} m, raw {raw_q[:, z].mean():.2f} m; "
+            f"max final |qpos difference| {np.abs(ours_q - raw_q).max():.1e}")
     if pool is not None:
         pool.shutdown()
     sim.close()
-    peer = f"mj_step, {threads} thread{'s' * (threads > 1)}"
+    physics_steps = n_envs * steps * decimation
     return rate_row(f"(a) physics {robot_name}: {n_envs} envs x {steps} ctrl x {decimation} substeps",
-                    physics_steps / min(ours_t), peer, physics_steps / min(raw_t),
-                    note=f"{what}; final mean base height ours {ours_q[:, z].mean():.2f} m, raw {raw_q[:, z].mean():.2f} m; "
-                         f"max final |qpos difference| {np.abs(ours_q - raw_q).max():.1e}")
+                    physics_steps / min(ours_t), f"mj_step, {threads} thread{'s' * (threads > 1)}",
+                    physics_steps / min(raw_t), note=note)
 
 
 # -- (b) env -------------------------------------------------------------------------------
@@ -291,7 +292,8 @@ def train_sb3(cfg, target: float, budget: float) -> dict:
             "steps_per_s": model.num_timesteps / elapsed}
 
 
-def bench_ppo(threads: int, budget: float, target_frac: float, n_envs: int | None, quick: bool) -> tuple[list[Row], dict]:
+def bench_ppo(threads: int, budget: float, target_frac: float, n_envs: int | None,
+              quick: bool) -> tuple[list[Row], dict]:
     import torch
 
     cfg = _ppo_config(threads, n_envs)
@@ -351,7 +353,8 @@ def table(rows: list[Row], markdown: bool = False) -> str:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="embody bench core", description=__doc__.split("\n\n")[0])
-    p.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="threads for both sides (default: all cores)")
+    p.add_argument("--threads", type=int, default=os.cpu_count() or 1,
+                   help="threads for both sides (default: all cores)")
     p.add_argument("--quick", action="store_true", help="a short run: small batches, rates only (for tests)")
     p.add_argument("--out", type=Path, help="write results.json and results.md here")
     p.add_argument("--envs", type=int, help="envs for (a) and (b) (default 64; quick 8)")
@@ -367,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
     threads = max(1, args.threads)
     q = args.quick
     n_envs = args.envs or (8 if q else 64)
-    steps, env_steps, repeats = (10, 10, 1) if q else (300, 200, 3)
+    steps, env_steps, repeats = (10, 10, 1) if q else (200, 200, 5)
     budget = min(args.budget, 2.0) if q else args.budget
     rows: list[Row] = []
     started = time.perf_counter()
@@ -380,18 +383,19 @@ def main(argv: list[str] | None = None) -> int:
     ppo_rows, ppo_detail = bench_ppo(threads, budget, args.target_frac, args.ppo_envs or (16 if q else None), q)
     rows += ppo_rows
 
-    import mujoco
-    import torch
+    from importlib.metadata import version
 
     machine = {"cpus": os.cpu_count(), "threads": threads, "platform": platform.platform(),
-               "processor": platform.processor(), "python": platform.python_version(), "mujoco": mujoco.__version__,
-               "torch": torch.__version__, "quick": q, "wall_s": time.perf_counter() - started}
+               "python": platform.python_version(), "quick": q, "wall_s": time.perf_counter() - started,
+               **{p: version(p) for p in ("mujoco", "torch", "gymnasium", "stable_baselines3")}}
     print()
     print(table(rows))
     for r in rows:
         if r.note:
             print(f"  {r.measurement}: {r.note}")
     print(f"threads {threads} on {machine['cpus']} cores; ratio = ours/peer for rates, peer/ours for times")
+    if q:
+        print("--quick: tiny single-shot batches; the rates check the plumbing, not the speed")
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         result = {"machine": machine, "rows": [r.to_dict() for r in rows], "ppo": ppo_detail}

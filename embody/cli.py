@@ -13,12 +13,13 @@ def _cmd_list(args) -> int:
     from embody.extras import available
     from embody.policies.checkpoint import POLICY_CLASSES
     from embody.robots import ROBOTS
-    from embody.sims import SIMULATORS
+    from embody.sims import SIMULATORS, installed_simulators
     from embody.sims.tasks import TASKS
 
     print("robots:     ", ", ".join(ROBOTS.names()))
+    installed = installed_simulators()
     print("simulators: ", ", ".join(
-        f"{n} ({'installed' if available(n) else 'missing: pip install embody[' + SIMULATORS.extra(n) + ']'})"
+        f"{n} ({'installed' if n in installed else 'missing: pip install embody[' + SIMULATORS.extra(n) + ']'})"
         for n in SIMULATORS.names()))
     print("tasks:      ", ", ".join(TASKS.names()))
     print("policies:   ", ", ".join(POLICY_CLASSES.names()))

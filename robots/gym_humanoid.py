@@ -5,7 +5,7 @@ this repository. It declares ``<motor>`` actuators, but embody's adapters build 
 from the spec (a model file must hold none), so the conversion is:
 
 * the spec's ``mjcf`` is a derived copy of humanoid.xml with its ``<actuator>`` section cut
-  out, written once (atomically) to ``~/.cache/embody/gym_humanoid/`` and keyed by a hash of
+  out, written once (atomically) to ``cache_dir("gym_humanoid")`` (embody.cache) and keyed by a hash of
   the source; everything else (RK4, 0.003 s timestep, PGS solver, armature, damping,
   stiffness, tendons, floor) is byte-for-byte gymnasium's;
 * joints are in gymnasium's actuator order, so an action column is a gymnasium ctrl column;
@@ -17,11 +17,11 @@ from the spec (a model file must hold none), so the conversion is:
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-import tempfile
 from pathlib import Path
+
+from embody.cache import cache_dir, write_cached
 
 from .spec import Joint, RobotSpec
 
@@ -36,19 +36,10 @@ def gymnasium_xml() -> Path:
 
 def actuator_free_xml(source: Path, cache: Path | None = None) -> Path:
     """A copy of ``source`` without its ``<actuator>`` section, cached by content hash."""
-    text = source.read_text()
-    cache = cache or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "embody" / "gym_humanoid"
-    out = cache / f"{source.stem}-{hashlib.sha256(text.encode()).hexdigest()[:12]}.xml"
-    if not out.is_file():
-        stripped, n = re.subn(r"<actuator>.*?</actuator>", "", text, flags=re.S)
-        if n != 1:
-            raise ValueError(f"{source}: expected one <actuator> section, found {n}")
-        cache.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=cache, suffix=".xml.tmp")
-        with os.fdopen(fd, "w") as f:
-            f.write(stripped)
-        os.replace(tmp, out)  # atomic: concurrent builders never see a partial file
-    return out
+    stripped, n = re.subn(r"<actuator>.*?</actuator>", "", source.read_text(), flags=re.S)
+    if n != 1:
+        raise ValueError(f"{source}: expected one <actuator> section, found {n}")
+    return write_cached(cache or cache_dir("gym_humanoid"), stripped, stem=source.stem)
 
 
 def make_spec() -> RobotSpec:
@@ -70,5 +61,6 @@ def make_spec() -> RobotSpec:
         floating_base=True,
         groups={"abdomen": (0, 1, 2), "legs": tuple(range(3, 11)), "arms": tuple(range(11, 17))},
         base_body="torso",
+        default_base_pos=tuple(float(x) for x in m.qpos0[:3]),  # the free joint comes first: (0, 0, 1.4)
         description="gymnasium's Humanoid-v5 model (humanoid.xml), torque-controlled, for benchmarks",
     )

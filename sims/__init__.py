@@ -12,9 +12,16 @@ SIMULATORS: Registry = Registry("simulator")
 SIMULATORS.register("mujoco", "embody.sims.mujoco:MujocoSimulator", extra="mujoco")
 
 
+def installed_simulators() -> list[str]:
+    """Registered simulators whose engine is importable here."""
+    from embody.extras import available
+
+    return [n for n in SIMULATORS.names() if available(SIMULATORS.get(n).engine)]
+
+
 def make_sim(name: str, robot: RobotSpec, config: SimConfig) -> Simulator:
     """Build simulator ``name`` (``--sim``) holding ``robot``; unknown names list the valid ones."""
     return SIMULATORS.get(name)(robot, config)
 
 
-__all__ = ["SIMULATORS", "InitState", "SimConfig", "Simulator", "make_sim"]
+__all__ = ["SIMULATORS", "InitState", "SimConfig", "Simulator", "installed_simulators", "make_sim"]

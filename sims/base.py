@@ -84,6 +84,7 @@ class Simulator(Protocol):
     """
 
     name: ClassVar[str]
+    engine: ClassVar[str]  # the Python module of the physics engine (its absence: extra missing)
     capabilities: ClassVar[frozenset[str]]  # keys of CAPABILITIES
     robot: RobotSpec
     config: SimConfig

@@ -25,6 +25,7 @@ from .model import build_model, joint_addresses, state_offsets
 
 class MujocoSimulator:
     name = "mujoco"
+    engine = "mujoco"
     capabilities = frozenset({"pd", "torque", "imu", "contact", "ee_pose", "wrench", "render", "state"})
 
     def __init__(self, robot: RobotSpec, config: SimConfig):

@@ -1,8 +1,8 @@
 """gym-humanoid: gymnasium's Humanoid-v5 MDP on embody's simulator, for speed benchmarks.
 
 Same model (robot ``gym_humanoid``), frame skip 5 (0.015 s control period), reset noise
-(±0.01 uniform on qpos and qvel), termination (torso height outside (1.0, 2.0)) and reward
-terms as Humanoid-v5, with these differences, all cheap to state:
+(±0.01 uniform on qpos and qvel; the quaternion renormalized), termination (torso height
+outside (1.0, 2.0)) and reward terms as Humanoid-v5, with these differences, all cheap to state:
 
 * actions are gymnasium's ctrl / 0.4, in [-1, 1]; the command is ``0.4 * gear * action``;
 * the observation is qpos[2:] and qvel (45 values, Humanoid-v5 without cinert, cvel,
