@@ -1,4 +1,4 @@
-"""The ``embody`` command line: list, train, eval, video, bench."""
+"""The ``embody`` command line: list, train, eval, video, sim2sim, bench."""
 
 from __future__ import annotations
 
@@ -68,6 +68,19 @@ def _cmd_video(args) -> int:
     return 0
 
 
+def _cmd_sim2sim(args) -> int:
+    from embody.sim2sim import compare, write_report
+    from embody.sims import installed_simulators
+
+    sims = args.sim or installed_simulators()
+    rows = compare(Path(args.run), sims, episodes=args.episodes)
+    out = Path(args.out or Path(args.run) / "sim2sim")
+    write_report(rows, out)
+    print((out / "report.md").read_text(), end="")
+    print(f"report written to {out}")
+    return 0
+
+
 def _cmd_bench(args) -> int:
     from embody.benchmarks import run_benchmark
 
@@ -104,6 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--out", help="output file (default: RUN/eval.mp4)")
     v.add_argument("--sim")
     v.set_defaults(fn=_cmd_video)
+
+    s = sub.add_parser("sim2sim", help="evaluate a run on several simulators and compare (the gate before hardware)")
+    s.add_argument("run")
+    s.add_argument("--sim", action="append", help="a simulator to include (repeatable; default: every installed one)")
+    s.add_argument("--episodes", type=int, default=10)
+    s.add_argument("--out", help="report directory (default: RUN/sim2sim)")
+    s.set_defaults(fn=_cmd_sim2sim)
 
     b = sub.add_parser("bench", help="benchmarks against peers (embody bench core)")
     b.add_argument("name", nargs="?", default=None, help="benchmark name; omitted: list them")

@@ -12,13 +12,15 @@ import torch
 class EvalResult:
     returns: list[float]
     lengths: list[int]
+    terminated: list[bool] = field(default_factory=list)  # ended in a terminal state (fall, ...)
     frames: list[np.ndarray] = field(default_factory=list)  # env 0's first episode, if rendered
 
     def summary(self, max_return: float | None = None) -> dict:
         r = np.asarray(self.returns)
         out = {"episodes": len(r), "return_mean": float(r.mean()), "return_std": float(r.std()),
                "return_min": float(r.min()), "return_max": float(r.max()),
-               "length_mean": float(np.mean(self.lengths))}
+               "length_mean": float(np.mean(self.lengths)),
+               "terminated_fraction": float(np.mean(self.terminated)) if self.terminated else 0.0}
         if max_return:
             out["max_return"] = max_return
             out["return_fraction_of_max"] = float(r.mean() / max_return)
@@ -31,7 +33,7 @@ def evaluate(env, policy, episodes: int, deterministic: bool = True, render: boo
     """Run ``episodes`` episodes over ``env``'s batch; env 0's first episode is rendered if asked."""
     obs, _ = env.reset()
     policy.reset()
-    result = EvalResult([], [])
+    result = EvalResult([], [], [])
     recording = render
     if render:
         result.frames.append(env.render(np.array([0]))[0])
@@ -48,5 +50,7 @@ def evaluate(env, policy, episodes: int, deterministic: bool = True, render: boo
             policy.reset(torch.as_tensor(np.flatnonzero(done)))
             result.returns.extend(info.episode_return.tolist())
             result.lengths.extend(info.episode_length.tolist())
+            result.terminated.extend(terminated[done].tolist())
     result.returns, result.lengths = result.returns[:episodes], result.lengths[:episodes]
+    result.terminated = result.terminated[:episodes]
     return result

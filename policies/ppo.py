@@ -26,6 +26,7 @@ class PPOConfig:
     lr: float = 1e-3
     lr_schedule: str = "adaptive"  # adaptive | linear | constant
     desired_kl: float = 0.01
+    lr_bounds: tuple[float, float] = (1e-5, 1e-2)  # the adaptive schedule stays within these
     gamma: float = 0.99
     lam: float = 0.95
     clip: float = 0.2
@@ -132,10 +133,11 @@ class PPO:
         return stats
 
     def _adapt_lr(self, kl: float) -> None:
+        low, high = self.config.lr_bounds
         if kl > 2.0 * self.config.desired_kl:
-            self._set_lr(max(1e-5, self.lr / 1.5))
+            self._set_lr(max(low, self.lr / 1.5))
         elif 0.0 < kl < 0.5 * self.config.desired_kl:
-            self._set_lr(min(1e-2, self.lr * 1.5))
+            self._set_lr(min(high, self.lr * 1.5))
 
     def _set_lr(self, lr: float) -> None:
         self.lr = lr

@@ -31,7 +31,7 @@ class CartpoleSwingup(Task):
     name = "cartpole-swingup"
     robot_name = "cartpole"
     config_class = CartpoleSwingupConfig
-    train_defaults = {"n_envs": 256, "steps": 2_500_000}
+    train_defaults = {"n_envs": 256, "steps": 2_500_000, "ppo.lr_schedule": "linear"}  # adaptive LR oscillates here
 
     @property
     def observation_size(self) -> int:

@@ -48,6 +48,12 @@ def test_train_eval_video_resume(tmp_path):
     r = run("video", str(out), "--out", str(tmp_path / "v.mp4"))
     assert r.returncode == 0 and (tmp_path / "v.mp4").stat().st_size > 1000
 
+    r = run("sim2sim", str(out), "--episodes", "2")  # every installed simulator
+    assert r.returncode == 0, r.stderr
+    report = json.loads((out / "sim2sim" / "report.json").read_text())
+    assert {x["sim"] for x in report} >= {"mujoco"} and (out / "sim2sim" / "returns.png").is_file()
+    assert next(x for x in report if x["sim"] == "mujoco")["return_vs_trained_sim"] == 1.0
+
     rows_before = len((out / "metrics.jsonl").read_text().splitlines())
     r = run("train", "--resume", str(out), "--steps", "4096")
     assert r.returncode == 0, r.stderr
