@@ -49,8 +49,8 @@ class RobotState:
     ee_pos:       (n, 3) end-effector position in the robot base frame (arms; None otherwise)
     ee_quat:      (n, 4) end-effector orientation, w,x,y,z
     wrench:       (n, 6) raw wrist F/T reading, force [N] then torque [N·m], in the sensor frame:
-                  what the hand and its load exert on the flange, load weight included
-                  (as an untared sensor reports it; tasks tare it)
+                  what the flange exerts on the hand and its load (at rest it holds their weight
+                  up), as an untared sensor reports it; tasks tare it
     time:         (n,)   seconds since the env's last reset
     privileged:   simulator ground truth; None on hardware
     """

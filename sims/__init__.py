@@ -10,6 +10,7 @@ from .base import InitState, SimConfig, Simulator
 
 SIMULATORS: Registry = Registry("simulator")
 SIMULATORS.register("mujoco", "embody.sims.mujoco:MujocoSimulator", extra="mujoco")
+SIMULATORS.register("pybullet", "embody.sims.pybullet:PybulletSimulator", extra="pybullet")
 
 
 def installed_simulators() -> list[str]:

@@ -91,6 +91,7 @@ class Simulator(Protocol):
     n_envs: int
     dt: float  # control period = physics_dt * decimation [s]
     diverged: np.ndarray  # (n,) bool, set by the last step
+    divergence_count: int  # envs reset for non-finite physics since construction
 
     def reset(self, env_ids: np.ndarray, init: InitState) -> None:
         """Put the envs ``env_ids`` (k,) into ``init`` and zero their clocks."""

@@ -216,7 +216,8 @@ def test_camera_renders_each_env(sim_name):
     frames = sim.render()
     assert frames.shape == (2, 48, 64, 3) and frames.dtype == np.uint8
     assert frames.std() > 5, "blank frames"
-    assert np.abs(frames[0].astype(int) - frames[1]).mean() > 1, "both envs rendered the same"
+    changed = (np.abs(frames[0].astype(int) - frames[1]).sum(-1) > 30).mean()
+    assert changed > 0.01, f"both envs rendered (almost) the same: {changed:.2%} of pixels differ"
     sim.close()
 
 
