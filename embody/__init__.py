@@ -1,3 +1,11 @@
 """embody: train in simulation, deploy to robots through the same code."""
 
+import os
+
+# Headless rendering: MuJoCo reads MUJOCO_GL when it is first imported (by us or by another
+# engine such as Genesis), so choose EGL here, before any engine loads, unless told otherwise.
+if "MUJOCO_GL" not in os.environ and not os.environ.get("DISPLAY"):
+    os.environ["MUJOCO_GL"] = "egl"
+    os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+
 __version__ = "0.1.0"

@@ -46,7 +46,8 @@ class RobotState:
     imu_quat:     (n, 4) torso IMU orientation, w,x,y,z (None without an IMU)
     imu_gyro:     (n, 3) angular velocity in the IMU frame [rad/s]
     imu_accel:    (n, 3) specific force in the IMU frame [m/s²] (≈ +9.81 z at rest)
-    ee_pos:       (n, 3) end-effector position in the robot base frame (arms; None otherwise)
+    ee_pos:       (n, 3) end-effector position in the world frame, which is the base frame of an
+                  arm mounted at the origin (arms; None otherwise)
     ee_quat:      (n, 4) end-effector orientation, w,x,y,z
     wrench:       (n, 6) raw wrist F/T reading, force [N] then torque [N·m], in the sensor frame:
                   what the flange exerts on the hand and its load (at rest it holds their weight

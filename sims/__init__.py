@@ -11,6 +11,7 @@ from .base import InitState, SimConfig, Simulator
 SIMULATORS: Registry = Registry("simulator")
 SIMULATORS.register("mujoco", "embody.sims.mujoco:MujocoSimulator", extra="mujoco")
 SIMULATORS.register("pybullet", "embody.sims.pybullet:PybulletSimulator", extra="pybullet")
+SIMULATORS.register("genesis", "embody.sims.genesis:GenesisSimulator", extra="genesis")
 
 
 def installed_simulators() -> list[str]:

@@ -29,8 +29,6 @@ class MujocoSimulator:
     capabilities = frozenset({"pd", "torque", "imu", "contact", "ee_pose", "wrench", "render", "state"})
 
     def __init__(self, robot: RobotSpec, config: SimConfig):
-        if "MUJOCO_GL" not in os.environ and not os.environ.get("DISPLAY"):
-            os.environ["MUJOCO_GL"] = "egl"  # headless rendering
         self._mj = mj = require("mujoco", "mujoco")
         from mujoco import rollout
 

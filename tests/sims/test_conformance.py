@@ -1,8 +1,9 @@
 """The cross-simulator conformance suite: every installed adapter keeps RobotState's conventions
 and agrees with MuJoCo (the reference) on physics within documented tolerances.
 
-Tolerances are physics, not bugs: engines differ in integrators (MuJoCo's implicitfast treats
-PD damping implicitly, PyBullet and Genesis explicitly), contact models and solvers.
+Tolerances are physics, not bugs: engines differ in integrators (MuJoCo and Genesis treat PD
+damping implicitly under implicitfast, PyBullet's PD is explicit and it has no armature),
+contact models and solvers.
 An adapter that lacks a capability skips that test with the capability named.
 """
 
