@@ -11,6 +11,7 @@ import importlib
 BENCHMARKS = {
     "core": "embody.benchmarks.core",
     "learning": "embody.benchmarks.learning",
+    "sims": "embody.benchmarks.sims",
 }
 
 
