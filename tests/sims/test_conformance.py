@@ -202,8 +202,10 @@ def test_non_finite_commands_reset_and_are_flagged(sim_name):
     sim = build(sim_name, robot="cartpole", n=2, control="torque", decimation=2, physics_dt=0.01)
     sim.reset(np.arange(2), InitState(np.tile([0.0, np.pi], (2, 1)), np.zeros((2, 2))))
     sim.step(np.array([[np.nan], [1.0]]))
-    assert sim.diverged.tolist() == [True, False]
+    assert sim.diverged.tolist() == [True, False] and sim.divergence_count == 1
     assert np.isfinite(sim.state().joint_pos).all()
+    sim.step(np.zeros((2, 1)))
+    assert not sim.diverged.any()
     sim.close()
 
 
