@@ -13,10 +13,6 @@ def cartpole(n=4, **kw):
     return make_sim("mujoco", get_robot("cartpole"), SimConfig(n_envs=n, decimation=2, control="torque", **kw))
 
 
-def hanging(k):
-    return InitState(np.tile([0.0, np.pi], (k, 1)), np.zeros((k, 2)))
-
-
 def test_batched_step_matches_single_env_mj_step():
     import mujoco
 
