@@ -100,7 +100,7 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False) -> dict:
         if ckpt.optimizer_state:
             ppo.optimizer.load_state_dict(ckpt.optimizer_state)
         ppo.env_steps, ppo.iteration = ckpt.meta["env_steps"], ckpt.meta["iteration"]
-        ppo._set_lr(ckpt.meta.get("lr", cfg.ppo.lr))
+        ppo.set_lr(ckpt.meta.get("lr", cfg.ppo.lr))
     log = MetricsLog(out)
     time_offset = ckpt.meta.get("time_s", 0.0) if resume else 0.0
     progress = Progress(cfg.steps, label=f"train {cfg.task}")
@@ -108,7 +108,7 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False) -> dict:
 
     def save(m: dict) -> None:
         meta = {"env_steps": ppo.env_steps, "iteration": ppo.iteration, "lr": ppo.lr,
-                "time_s": m.get("time_s", 0.0), "config": to_dict(cfg)}
+                "time_s": m.get("time_s", time_offset), "config": to_dict(cfg)}
         save_checkpoint(out / "checkpoint", policy, spec, meta, ppo.optimizer)
 
     last: dict = {}

@@ -107,7 +107,7 @@ class PPO:
         mb = n // cfg.minibatches
         stats = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "kl": 0.0}
         if cfg.lr_schedule == "linear":
-            self._set_lr(cfg.lr * max(1.0 - progress, 0.05))
+            self.set_lr(cfg.lr * max(1.0 - progress, 0.05))
         for _ in range(cfg.epochs):
             for idx in torch.randperm(n, device=self.device).split(mb):
                 b = {k: v[idx] for k, v in data.items()}
@@ -135,11 +135,11 @@ class PPO:
     def _adapt_lr(self, kl: float) -> None:
         low, high = self.config.lr_bounds
         if kl > 2.0 * self.config.desired_kl:
-            self._set_lr(max(low, self.lr / 1.5))
+            self.set_lr(max(low, self.lr / 1.5))
         elif 0.0 < kl < 0.5 * self.config.desired_kl:
-            self._set_lr(min(high, self.lr * 1.5))
+            self.set_lr(min(high, self.lr * 1.5))
 
-    def _set_lr(self, lr: float) -> None:
+    def set_lr(self, lr: float) -> None:
         self.lr = lr
         for g in self.optimizer.param_groups:
             g["lr"] = lr
