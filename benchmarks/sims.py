@@ -20,6 +20,7 @@ import argparse
 import json
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -54,14 +55,15 @@ def raw_physics_step(sim):
     raise ValueError(f"no raw stepping known for {sim.name!r}")
 
 
-def env_rate(sim_name: str, n_envs: int, steps: int) -> tuple[float, object]:
+def env_rate(sim_name: str, n_envs: int, steps: int) -> tuple[float, object, Callable[[], None]]:
+    """env-steps/s, the env, and a function that puts it back in its initial state."""
     env = make_env("cartpole-swingup", sim_name, n_envs, seed=0, config=_cartpole_config())
     env.reset()
     rng = np.random.default_rng(0)
     actions = rng.uniform(-1, 1, (steps + 1, n_envs, env.action_size))
     it = iter(actions)
     per_step = _timed(lambda: env.step(next(it)), steps)
-    return n_envs / per_step, env
+    return n_envs / per_step, env, env.reset
 
 
 def _cartpole_config():
@@ -72,24 +74,27 @@ def _cartpole_config():
     return cfg
 
 
-def robot_rate(sim_name: str, n_envs: int, steps: int) -> tuple[float, object]:
+def robot_rate(sim_name: str, n_envs: int, steps: int) -> tuple[float, object, Callable[[], None]]:
+    """control-steps/s of the H1-2, the simulator, and a function that restores its start state."""
     spec = get_robot("h1_2")
     sim = make_sim(sim_name, spec, SimConfig(n_envs=n_envs, decimation=10, physics_dt=0.002, n_threads=1))
-    k = np.arange(n_envs)
     # high in the air: the raw loops apply no PD, so on the ground their robots would fall and
-    # pile up contacts ours does not have; airborne, both sides do the same physics work
+    # pile up contacts ours does not have; airborne (4 s of fall from 100 m), both do the same work
     base = np.tile([0.0, 0.0, 100.0], (n_envs, 1))
-    sim.reset(k, InitState(np.tile(spec.default_pose, (n_envs, 1)), np.zeros((n_envs, spec.n_joints)), base_pos=base))
+    start = InitState(np.tile(spec.default_pose, (n_envs, 1)), np.zeros((n_envs, spec.n_joints)), base_pos=base)
+    restart = lambda: sim.reset(np.arange(n_envs), start)  # noqa: E731
+    restart()
     targets = np.tile(spec.default_pose, (n_envs, 1))
     per_step = _timed(lambda: (sim.step(targets), sim.state()), steps)
-    return n_envs / per_step, sim
+    return n_envs / per_step, sim, restart
 
 
 def measure(sim_name: str, n_envs: int, steps: int) -> list[dict]:
     rows = []
     for what, fn in (("cartpole-swingup env", env_rate), ("h1_2 PD, airborne", robot_rate)):
-        rate, obj = fn(sim_name, n_envs, steps)
+        rate, obj, restart = fn(sim_name, n_envs, steps)
         sim = obj.sim if hasattr(obj, "sim") else obj
+        restart()  # the raw engine starts where ours started
         raw = n_envs / _timed(raw_physics_step(sim), steps * sim.config.decimation)
         ours = rate * sim.config.decimation
         rows.append({"sim": sim_name, "workload": what, "n_envs": n_envs, "steps_per_s": rate,
@@ -113,7 +118,7 @@ def main(argv: list[str]) -> int:
     batched = []
     if "genesis" in sims:
         for n in (1, 4 if args.quick else args.genesis_envs):
-            rate, env = env_rate("genesis", n, steps)
+            rate, env, _ = env_rate("genesis", n, steps)
             env.close()
             batched.append({"n_envs": n, "steps_per_s": rate})
     report = _table(rows, batched)
