@@ -4,6 +4,8 @@ from embody.config import ConfigError
 from embody.extras import MissingExtra
 from embody.policies.checkpoint import CheckpointError
 from embody.registry import UnknownName
+from embody.robots.motion import MotionError
 from embody.sims.base import ModelError, UnsupportedTask
 
-UserError = (ConfigError, MissingExtra, CheckpointError, UnknownName, ModelError, UnsupportedTask, FileNotFoundError)
+UserError = (ConfigError, MissingExtra, CheckpointError, UnknownName, ModelError, UnsupportedTask, MotionError,
+             FileNotFoundError)
