@@ -170,12 +170,12 @@ class MujocoSimulator:
             quat = np.tile([1.0, 0, 0, 0], (n, 1))
             return PrivilegedState(np.zeros((n, 3)), quat, np.zeros((n, 3)), np.zeros((n, 3)), contact.copy())
         q, v = self._off["qpos"] + self._base_qpos, self._off["qvel"] + self._base_qvel
-        quat = s[:, q + 3 : q + 7]
+        quat = s[:, q + 3 : q + 7].copy()  # copies: a RobotState must outlive the next step
         return PrivilegedState(
-            base_pos=s[:, q : q + 3],
+            base_pos=s[:, q : q + 3].copy(),
             base_quat=quat,
             base_lin_vel=quat_rotate_inverse(quat, s[:, v : v + 3]),  # MuJoCo: world frame
-            base_ang_vel=s[:, v + 3 : v + 6],  # MuJoCo: already in the body frame
+            base_ang_vel=s[:, v + 3 : v + 6].copy(),  # MuJoCo: already in the body frame
             contact_force=contact.copy(),
         )
 

@@ -227,3 +227,20 @@ def test_camera_renders_each_env(sim_name):
 def test_quat_helpers_agree_with_a_rotation_matrix():
     q = yaw_quat(np.array([np.pi / 2]))
     np.testing.assert_allclose(quat_rotate_inverse(q, np.array([1.0, 0, 0])), [[0, -1, 0]], atol=1e-12)
+
+
+@pytest.mark.parametrize("sim_name", SIMS)
+def test_a_robot_state_outlives_the_next_step(sim_name):
+    sim = build(sim_name, n=1)
+    spec = sim.robot
+    sim.reset(np.array([0]), airborne(spec, 1, z=3.0, ang_vel=np.array([[0.5, 0.2, 0.1]])))
+    kept = sim.state()
+    snapshot = {k: np.array(v, copy=True) for k, v in vars(kept).items() if isinstance(v, np.ndarray)}
+    snapshot.update({f"privileged.{k}": np.array(v, copy=True) for k, v in vars(kept.privileged).items()
+                     if isinstance(v, np.ndarray)})
+    for _ in range(3):
+        sim.step(np.tile(spec.default_pose, (1, 1)) + 0.1)
+    for k, v in snapshot.items():
+        obj = kept.privileged if k.startswith("privileged.") else kept
+        np.testing.assert_array_equal(getattr(obj, k.split(".")[-1]), v, err_msg=f"{k} changed under a later step")
+    sim.close()
