@@ -2,10 +2,10 @@
 
 import os
 
-# Headless rendering: MuJoCo reads MUJOCO_GL when it is first imported (by us or by another
+# Headless rendering: MuJoCo and PyOpenGL read these when first imported (by us or by another
 # engine such as Genesis), so choose EGL here, before any engine loads, unless told otherwise.
-if "MUJOCO_GL" not in os.environ and not os.environ.get("DISPLAY"):
-    os.environ["MUJOCO_GL"] = "egl"
+if not os.environ.get("DISPLAY"):
+    os.environ.setdefault("MUJOCO_GL", "egl")
     os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 
 __version__ = "0.1.0"

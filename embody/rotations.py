@@ -30,3 +30,26 @@ def yaw_quat(yaw: np.ndarray) -> np.ndarray:
     """Quaternions of rotations about world z. yaw: (n,) → (n, 4)."""
     h = 0.5 * np.asarray(yaw, dtype=np.float64)
     return np.stack([np.cos(h), np.zeros_like(h), np.zeros_like(h), np.sin(h)], axis=-1)
+
+
+def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamilton product a ⊗ b; a, b: (n, 4) or (4,), broadcast → (n, 4) (or (4,))."""
+    aw, ax, ay, az = np.moveaxis(np.asarray(a, dtype=np.float64), -1, 0)
+    bw, bx, by, bz = np.moveaxis(np.asarray(b, dtype=np.float64), -1, 0)
+    return np.stack([
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    ], axis=-1)
+
+
+def quat_conj(q: np.ndarray) -> np.ndarray:
+    """The inverse rotation of unit quaternions (..., 4)."""
+    return np.asarray(q) * np.array([1.0, -1.0, -1.0, -1.0])
+
+
+def axis_angle_quat(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
+    """Quaternions of rotations by ``angle`` (n,) about the fixed unit ``axis`` (3,) → (n, 4)."""
+    h = 0.5 * np.asarray(angle, dtype=np.float64)[:, None]
+    return np.concatenate([np.cos(h), np.sin(h) * np.asarray(axis)], axis=-1)

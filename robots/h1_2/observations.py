@@ -29,7 +29,7 @@ import numpy as np
 
 from embody.robots.spec import RobotSpec
 from embody.robots.state import RobotState
-from embody.rotations import quat_rotate, quat_rotate_inverse
+from embody.rotations import axis_angle_quat, quat_conj, quat_mul, quat_rotate, quat_rotate_inverse
 
 
 @dataclass(frozen=True)
@@ -95,32 +95,10 @@ def _mount(mjcf: str, waist_index: int, waist_joint: str, base_body: str, imu_si
     )
 
 
-def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Hamilton product a ⊗ b, w,x,y,z; a, b: (n, 4) or (4,), broadcast → (n, 4)."""
-    aw, ax, ay, az = np.moveaxis(np.asarray(a, dtype=np.float64), -1, 0)
-    bw, bx, by, bz = np.moveaxis(np.asarray(b, dtype=np.float64), -1, 0)
-    return np.stack([
-        aw * bw - ax * bx - ay * by - az * bz,
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-    ], axis=-1)
-
-
-def _conj(q: np.ndarray) -> np.ndarray:
-    return q * np.array([1.0, -1.0, -1.0, -1.0])
-
-
-def _axis_angle(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
-    """Quaternions of rotations by ``angle`` (n,) about the fixed unit ``axis`` (3,) → (n, 4)."""
-    h = 0.5 * np.asarray(angle, dtype=np.float64)[:, None]
-    return np.concatenate([np.cos(h), np.sin(h) * axis], axis=-1)
-
-
 def _pelvis_from_imu(state: RobotState, mount: ImuMount) -> np.ndarray:
     """Orientation of the IMU frame relative to the pelvis: q_rel ⊗ Rot(a, θ) ⊗ q_site → (n, 4)."""
     waist = state.joint_pos[:, mount.waist_index]
-    return _quat_mul(_quat_mul(mount.torso_quat, _axis_angle(mount.waist_axis, waist)), mount.site_quat)
+    return quat_mul(quat_mul(mount.torso_quat, axis_angle_quat(mount.waist_axis, waist)), mount.site_quat)
 
 
 def pelvis_quat(state: RobotState, mount: ImuMount) -> np.ndarray:
@@ -131,7 +109,7 @@ def pelvis_quat(state: RobotState, mount: ImuMount) -> np.ndarray:
     """
     if state.imu_quat is None:
         raise ValueError("state has no IMU")
-    q = _quat_mul(state.imu_quat, _conj(_pelvis_from_imu(state, mount)))
+    q = quat_mul(state.imu_quat, quat_conj(_pelvis_from_imu(state, mount)))
     q = q / np.linalg.norm(q, axis=-1, keepdims=True)
     return np.where(q[:, :1] < 0.0, -q, q)
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 import numpy as np
 
 from embody.robots import RobotSpec
-from embody.rotations import quat_rotate
+from embody.rotations import quat_mul, quat_rotate
 
 from ..base import SimConfig
-from .simulator import make_scene, quat_mul
+from .simulator import make_scene
 
 AZIMUTH, ELEVATION, DISTANCE = np.radians(135.0), np.radians(-20.0), 2.5  # × extent, as the MuJoCo adapter
 

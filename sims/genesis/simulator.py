@@ -48,7 +48,7 @@ import numpy as np
 
 from embody.extras import require
 from embody.robots import PrivilegedState, RobotSpec, RobotState
-from embody.rotations import quat_rotate, quat_rotate_inverse
+from embody.rotations import quat_mul, quat_rotate, quat_rotate_inverse
 
 from ..base import InitState, ModelError, SimConfig
 from ..mujoco.model import build_model, load_spec
@@ -58,20 +58,11 @@ from ..mujoco.model import build_model, load_spec
 MUJOCO_TIMECONST = 0.02
 
 
-def headless_gl() -> None:
-    """Without a display, render through EGL. Both variables are read when the library is imported
-    (mujoco by this adapter and by Genesis), so this runs before either."""
-    if not os.environ.get("DISPLAY"):
-        os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
-        os.environ.setdefault("MUJOCO_GL", "egl")
-
-
 def init_genesis():
     """Import Genesis and initialise it once per process (GPU when torch sees CUDA, else CPU).
 
     Float64 by default, like MuJoCo; EMBODY_GENESIS_PRECISION=32 trades that for GPU speed.
     """
-    headless_gl()
     gs = require("genesis", "genesis")
     if not gs._initialized:
         import torch
@@ -104,21 +95,12 @@ def make_scene(gs, robot: RobotSpec, model, vis_options=None):
     return scene, entity
 
 
-def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Hamilton product of w,x,y,z quaternions, (n, 4) × (4,) or (n, 4) → (n, 4)."""
-    b = np.broadcast_to(b, a.shape)
-    aw, av, bw, bv = a[:, :1], a[:, 1:], b[:, :1], b[:, 1:]
-    w = aw * bw - (av * bv).sum(axis=1, keepdims=True)
-    return np.concatenate([w, aw * bv + bw * av + np.cross(av, bv)], axis=1)
-
-
 class GenesisSimulator:
     name = "genesis"
     engine = "genesis"
     capabilities = frozenset({"pd", "torque", "imu", "contact", "ee_pose", "render", "state"})
 
     def __init__(self, robot: RobotSpec, config: SimConfig):
-        headless_gl()
         self.robot, self.config, self.n_envs = robot, config, config.n_envs
         self.model, _ = build_model(robot, config)  # checks the file and the spec's joint names (ModelError)
         self._gs = gs = init_genesis()

@@ -54,7 +54,7 @@ import numpy as np
 
 from embody.extras import require
 from embody.robots import PrivilegedState, RobotSpec, RobotState
-from embody.rotations import quat_rotate, quat_rotate_inverse
+from embody.rotations import quat_conj, quat_mul, quat_rotate, quat_rotate_inverse
 
 from ..base import InitState, ModelError, SimConfig
 from .model import add_scene, compile_mjcf, pybullet_urdf, root_body, root_pose, scene_geoms, urdf_link_names
@@ -77,16 +77,6 @@ def _wxyz(q: np.ndarray) -> np.ndarray:
 
 def _xyzw(q: np.ndarray) -> np.ndarray:
     return q[..., [1, 2, 3, 0]]
-
-
-def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Hamilton product of w,x,y,z quaternions, (n, 4) x (n, 4) → (n, 4)."""
-    aw, av, bw, bv = a[:, :1], a[:, 1:], b[:, :1], b[:, 1:]
-    return np.concatenate([aw * bw - (av * bv).sum(1, keepdims=True), aw * bv + bw * av + np.cross(av, bv)], axis=1)
-
-
-def _conj(q: np.ndarray) -> np.ndarray:
-    return q * np.array([1.0, -1, -1, -1])
 
 
 @contextmanager
@@ -258,7 +248,7 @@ class PybulletSimulator:
         mujoco.mj_kinematics(m, d)
         i, q = m.site(site).id, np.zeros(4)
         mujoco.mju_mulQuat(q, d.xquat[m.site_bodyid[i]], m.site_quat[i])  # as mjSENS_FRAMEQUAT does
-        return _quat_mul(_conj(d.xquat[self._root_body][None]), q[None])[0]
+        return quat_mul(quat_conj(d.xquat[self._root_body][None]), q[None])[0]
 
     def _default_state(self) -> np.ndarray:
         """The state row of the default pose at rest (initial, and where diverged envs go)."""
@@ -271,10 +261,10 @@ class PybulletSimulator:
     # -- base frames ---------------------------------------------------------------------
     def _link_to_com(self, pos: np.ndarray, quat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Base link frame (n, 3), (n, 4) w,x,y,z → PyBullet's base inertial frame."""
-        return pos + quat_rotate(quat, self._com_pos), _quat_mul(quat, np.tile(self._com_quat, (len(quat), 1)))
+        return pos + quat_rotate(quat, self._com_pos), quat_mul(quat, self._com_quat)
 
     def _com_to_link(self, pos: np.ndarray, quat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        link = _quat_mul(quat, np.tile(_conj(self._com_quat), (len(quat), 1)))
+        link = quat_mul(quat, quat_conj(self._com_quat))
         return pos - quat_rotate(link, self._com_pos), link
 
     # -- state ---------------------------------------------------------------------------
@@ -429,7 +419,7 @@ class PybulletSimulator:
         site turns more than 180° away from that.
         """
         quat = _wxyz(quat)
-        ref = _quat_mul(base, np.tile(self._site_ref[site], (len(base), 1)))
+        ref = quat_mul(base, self._site_ref[site])
         return np.where((quat * ref).sum(1, keepdims=True) < 0, -quat, quat)
 
     # -- observation ---------------------------------------------------------------------
