@@ -13,6 +13,7 @@ class EvalResult:
     returns: list[float]
     lengths: list[int]
     terminated: list[bool] = field(default_factory=list)  # ended in a terminal state (fall, ...)
+    success: list[bool] = field(default_factory=list)  # empty when the task has no notion of success
     frames: list[np.ndarray] = field(default_factory=list)  # env 0's first episode, if rendered
 
     def summary(self, max_return: float | None = None) -> dict:
@@ -21,6 +22,8 @@ class EvalResult:
                "return_min": float(r.min()), "return_max": float(r.max()),
                "length_mean": float(np.mean(self.lengths)),
                "terminated_fraction": float(np.mean(self.terminated)) if self.terminated else 0.0}
+        if self.success:
+            out["success_rate"] = float(np.mean(self.success))
         if max_return:
             out["max_return"] = max_return
             out["return_fraction_of_max"] = float(r.mean() / max_return)
@@ -51,6 +54,8 @@ def evaluate(env, policy, episodes: int, deterministic: bool = True, render: boo
             result.returns.extend(info.episode_return.tolist())
             result.lengths.extend(info.episode_length.tolist())
             result.terminated.extend(terminated[done].tolist())
+            if info.episode_success is not None:
+                result.success.extend(info.episode_success.tolist())
     result.returns, result.lengths = result.returns[:episodes], result.lengths[:episodes]
-    result.terminated = result.terminated[:episodes]
+    result.terminated, result.success = result.terminated[:episodes], result.success[:episodes]
     return result

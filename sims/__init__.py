@@ -6,7 +6,7 @@ Adapters load lazily by name so that an engine is imported only when it is asked
 from embody.registry import Registry
 from embody.robots import RobotSpec
 
-from .base import InitState, SimConfig, Simulator
+from .base import InitState, PhysicsParams, SimConfig, Simulator
 
 SIMULATORS: Registry = Registry("simulator")
 SIMULATORS.register("mujoco", "embody.sims.mujoco:MujocoSimulator", extra="mujoco")
@@ -26,4 +26,4 @@ def make_sim(name: str, robot: RobotSpec, config: SimConfig) -> Simulator:
     return SIMULATORS.get(name)(robot, config)
 
 
-__all__ = ["SIMULATORS", "InitState", "SimConfig", "Simulator", "installed_simulators", "make_sim"]
+__all__ = ["SIMULATORS", "InitState", "PhysicsParams", "SimConfig", "Simulator", "installed_simulators", "make_sim"]

@@ -23,6 +23,9 @@ CAPABILITIES = {
     "wrench": "wrist force/torque sensing",
     "render": "RGB camera rendering",
     "state": "exact full-state get/set",
+    "physics_params": "per-env friction, added base mass and link mass scale (domain randomization)",
+    "push": "velocity kicks to the floating base",
+    "fixture_pose": "per-env pose of a fixed scene body (the peg board)",
 }
 
 
@@ -73,6 +76,23 @@ class InitState:
     base_ang_vel: np.ndarray | None = None
 
 
+@dataclass
+class PhysicsParams:
+    """Per-env physical parameters for domain randomization (k = number of envs being set).
+
+    Each field is relative to the model file's nominal value, never cumulative: setting
+    ``friction=1`` restores the nominal friction. A None field leaves that parameter as is.
+
+    friction:        (k,) multiplier of the sliding friction of every robot–scene contact
+    added_base_mass: (k,) kg added to the base body (after mass_scale)
+    mass_scale:      (k,) multiplier of every robot link's mass and rotational inertia
+    """
+
+    friction: np.ndarray | None = None
+    added_base_mass: np.ndarray | None = None
+    mass_scale: np.ndarray | None = None
+
+
 @runtime_checkable
 class Simulator(Protocol):
     """A batch of ``n_envs`` identical scenes holding one robot each.
@@ -112,3 +132,17 @@ class Simulator(Protocol):
         """RGB frames (k, H, W, 3) uint8; the default camera tracks the robot's base."""
 
     def close(self) -> None: ...
+
+
+class Randomizable(Protocol):
+    """Optional methods, offered by adapters whose ``capabilities`` name them."""
+
+    def set_physics(self, env_ids: np.ndarray, params: PhysicsParams) -> None:
+        """Capability ``physics_params``: set the physical parameters of envs ``env_ids`` (k,)."""
+
+    def push(self, env_ids: np.ndarray, lin_vel: np.ndarray) -> None:
+        """Capability ``push``: add ``lin_vel`` (k, 3) [m/s, world frame] to the base velocity now."""
+
+    def set_fixture_pose(self, body: str, env_ids: np.ndarray, pos: np.ndarray, quat: np.ndarray) -> None:
+        """Capability ``fixture_pose``: move the fixed scene body ``body`` of envs ``env_ids``
+        to ``pos`` (k, 3) [m, world frame], ``quat`` (k, 4) w,x,y,z."""

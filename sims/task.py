@@ -18,7 +18,7 @@ import numpy as np
 
 from embody.robots import RobotSpec, RobotState
 
-from .base import InitState, SimConfig
+from .base import InitState, PhysicsParams, SimConfig
 
 
 @dataclass
@@ -87,6 +87,28 @@ class Task(ABC):
 
     def sample_commands(self, env_ids: np.ndarray) -> None:
         """Draw new commands (velocity targets, motion clips, goals) for ``env_ids``; none by default."""
+
+    def requirements(self) -> frozenset[str]:
+        """Simulator capabilities this configured task needs (``requires`` plus what its
+        randomization uses, so that a task with randomization off runs on more simulators)."""
+        return self.requires | {self.config.sim.control}
+
+    # -- domain randomization (the VecEnv applies these to the simulator) ----------------
+    def sample_physics(self, env_ids: np.ndarray) -> PhysicsParams | None:
+        """Physical parameters for the envs being reset (needs ``physics_params``); None: nominal."""
+        return None
+
+    def sample_fixtures(self, env_ids: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """{fixed scene body: (pos (k, 3), quat (k, 4))} for the envs being reset (needs ``fixture_pose``)."""
+        return {}
+
+    def sample_pushes(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Before each step: (env ids (k,), base velocity kicks (k, 3) world frame) or None (needs ``push``)."""
+        return None
+
+    def success(self, state: RobotState) -> np.ndarray | None:
+        """(n,) bool: the episode counts as a success if it ends in this state; None: no notion of success."""
+        return None
 
     @abstractmethod
     def action_to_command(self, action: np.ndarray) -> np.ndarray:

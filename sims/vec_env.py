@@ -32,6 +32,7 @@ class StepInfo:
     final_privileged_obs: (n, p)
     episode_return:       (k,) returns of the k episodes that ended this step
     episode_length:       (k,)
+    episode_success:      (k,) bool, or None when the task has no notion of success
     reward_terms:         {term: batch mean of the weighted term}
     diverged:             (n,) bool, envs whose physics went non-finite (terminated and reset)
     """
@@ -41,6 +42,7 @@ class StepInfo:
     final_privileged_obs: np.ndarray
     episode_return: np.ndarray
     episode_length: np.ndarray
+    episode_success: np.ndarray | None
     reward_terms: dict[str, float]
     diverged: np.ndarray
 
@@ -68,6 +70,11 @@ class VecEnv:
 
     def _reset_envs(self, ids: np.ndarray) -> None:
         if ids.size:
+            physics = self.task.sample_physics(ids)
+            if physics is not None:
+                self.sim.set_physics(ids, physics)
+            for body, (pos, quat) in self.task.sample_fixtures(ids).items():
+                self.sim.set_fixture_pose(body, ids, pos, quat)
             self.sim.reset(ids, self.task.reset_distribution(ids))
             self.task.on_reset(ids)
             self.episode_step[ids] = 0
@@ -84,6 +91,9 @@ class VecEnv:
     def step(self, action: np.ndarray):
         """action (n, a) → obs (n, o), reward (n,), terminated (n,), truncated (n,), StepInfo."""
         action = np.asarray(action, dtype=np.float64)
+        pushes = self.task.sample_pushes()
+        if pushes is not None and len(pushes[0]):
+            self.sim.push(*pushes)
         self.sim.step(self.task.action_to_command(action))
         state = self.sim.state()
         reward, terms = self.task.reward(state, action)
@@ -98,7 +108,9 @@ class VecEnv:
         self.episode_return += reward
         obs, priv = self.task.observe(state), self.task.privileged_observe(state)
         done = np.flatnonzero(terminated | truncated)
+        success = self.task.success(state) if done.size else None
         info = StepInfo(priv, obs, priv, self.episode_return[done].copy(), self.episode_step[done].copy(),
+                        None if success is None else success[done] & ~diverged[done],
                         {k: float(v.mean()) for k, v in terms.items()}, diverged.copy())
         if done.size:
             self.diverged_total += int(diverged.sum())
@@ -126,8 +138,7 @@ def make_env(task_name: str, sim: str = "mujoco", n_envs: int = 1, seed: int = 0
     task_cls = TASKS.get(task_name)
     config = config or task_cls.config_class()
     config.sim.n_envs = n_envs
-    check_capabilities(sim, SIMULATORS.get(sim).capabilities, task_name, task_cls.requires | {config.sim.control})
     robot = get_robot(task_cls.robot_name)
-    simulator = make_sim(sim, robot, config.sim)
-    return VecEnv(task_cls(config, robot, n_envs, seed), simulator, seed=seed, staggered=staggered,
-                  reward_fn=reward_fn)
+    task = task_cls(config, robot, n_envs, seed)
+    check_capabilities(sim, SIMULATORS.get(sim).capabilities, task_name, task.requirements())
+    return VecEnv(task, make_sim(sim, robot, config.sim), seed=seed, staggered=staggered, reward_fn=reward_fn)

@@ -11,6 +11,7 @@ evaluates at the start of each physics step: they lag the state by one physics s
 
 from __future__ import annotations
 
+import copy
 import os
 
 import numpy as np
@@ -19,14 +20,15 @@ from embody.extras import require
 from embody.robots import PrivilegedState, RobotSpec, RobotState
 from embody.rotations import quat_rotate_inverse
 
-from ..base import InitState, ModelError, SimConfig
+from ..base import InitState, ModelError, PhysicsParams, SimConfig
 from .model import build_model, joint_addresses, state_offsets
 
 
 class MujocoSimulator:
     name = "mujoco"
     engine = "mujoco"
-    capabilities = frozenset({"pd", "torque", "imu", "contact", "ee_pose", "wrench", "render", "state"})
+    capabilities = frozenset({"pd", "torque", "imu", "contact", "ee_pose", "wrench", "render", "state",
+                              "physics_params", "push"})
 
     def __init__(self, robot: RobotSpec, config: SimConfig):
         self._mj = mj = require("mujoco", "mujoco")
@@ -42,6 +44,7 @@ class MujocoSimulator:
         self._pool = rollout.Rollout(nthread=0 if threads <= 1 else threads)
         self._datas = [mj.MjData(self.model) for _ in range(max(threads, 1))]
         self._models = [self.model] * n  # per-env copies replace these under domain randomization
+        self._own_models = False
         self._scratch = mj.MjData(self.model)
         self._qadr, self._vadr = joint_addresses(self.model, robot)
         self._off = state_offsets(self.model)
@@ -90,10 +93,10 @@ class MujocoSimulator:
         """Evaluate sensors at freshly set states (a loop over the reset envs only)."""
         q_act = self._off["qpos"] + self._qadr[self._act]
         for i in ids:
-            self._mj.mj_setState(self.model, self._scratch, self._state[i], self._spec)
+            self._mj.mj_setState(self._models[i], self._scratch, self._state[i], self._spec)
             # PD targets = current pose, so actuator forces (and IMU, contacts) read as at rest
             self._scratch.ctrl[:] = self._state[i, q_act] if self.config.control == "pd" else 0.0
-            self._mj.mj_forward(self.model, self._scratch)
+            self._mj.mj_forward(self._models[i], self._scratch)
             self._sensordata[i] = self._scratch.sensordata
 
     def reset(self, env_ids: np.ndarray, init: InitState) -> None:
@@ -117,6 +120,36 @@ class MujocoSimulator:
             if init.base_ang_vel is not None:
                 rows[:, bv + 3 : bv + 6] = init.base_ang_vel
         self.set_state(rows, ids)
+
+    # -- domain randomization -------------------------------------------------------------
+    def set_physics(self, env_ids: np.ndarray, params: PhysicsParams) -> None:
+        """Per-env model copies (made on first use) carry each env's friction and masses."""
+        m, ids = self.model, np.asarray(env_ids, dtype=np.int64)
+        if not self._own_models:
+            self._models, self._own_models = [copy.copy(m) for _ in range(self.n_envs)], True
+            self._mass = np.ones((self.n_envs, 2))  # per env: mass scale, added base mass [kg]
+        base = self._mj.mj_name2id(m, self._mj.mjtObj.mjOBJ_BODY, self.robot.base_body or "")
+        if params.added_base_mass is not None and base <= 0:
+            raise ValueError(f"{self.robot.name} has no base body to add mass to")
+        if params.mass_scale is not None:
+            self._mass[ids, 0] = params.mass_scale
+        if params.added_base_mass is not None:
+            self._mass[ids, 1] = params.added_base_mass
+        for k, i in enumerate(ids):  # a few array writes per reset env
+            mi = self._models[i]
+            if params.friction is not None:
+                mi.geom_friction[:, 0] = m.geom_friction[:, 0] * params.friction[k]
+            scale, added = self._mass[i]
+            mi.body_mass[1:] = m.body_mass[1:] * scale
+            mi.body_inertia[1:] = m.body_inertia[1:] * scale
+            if base > 0:
+                mi.body_mass[base] += added
+
+    def push(self, env_ids: np.ndarray, lin_vel: np.ndarray) -> None:
+        if self._base_qvel is None:
+            raise ValueError(f"{self.robot.name} has no floating base to push")
+        v = self._off["qvel"] + self._base_qvel
+        self._state[np.asarray(env_ids, dtype=np.int64), v : v + 3] += lin_vel  # MuJoCo: world frame
 
     # -- stepping ------------------------------------------------------------------------
     def step(self, command: np.ndarray) -> None:

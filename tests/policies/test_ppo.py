@@ -61,7 +61,7 @@ class StepCounterEnv:
         lengths = self.t[done].astype(np.int64)
         self.t[done] = 0
         empty = np.zeros((2, 0), np.float32)
-        info = StepInfo(empty, final, empty, lengths * 1.0, lengths, {}, np.zeros(2, bool))
+        info = StepInfo(empty, final, empty, lengths * 1.0, lengths, None, {}, np.zeros(2, bool))
         return self._obs(), np.ones(2, np.float32), terminated, truncated, info
 
 
