@@ -25,6 +25,7 @@ class PrivilegedState:
     base_lin_vel:  (n, 3) base linear velocity in the base frame [m/s]
     base_ang_vel:  (n, 3) base angular velocity in the base frame [rad/s]
     contact_force: (n, c) normal force at each of the spec's foot sites [N]
+    foot_pos:      (n, c, 3) world position of each foot site [m] (None if the adapter lacks it)
     extras:        task- or adapter-specific arrays, each with leading dim n (friction, pushes, ...)
     """
 
@@ -33,6 +34,7 @@ class PrivilegedState:
     base_lin_vel: np.ndarray
     base_ang_vel: np.ndarray
     contact_force: np.ndarray
+    foot_pos: np.ndarray | None = None
     extras: dict[str, np.ndarray] = field(default_factory=dict)
 
 
@@ -79,7 +81,8 @@ class RobotState:
             v = getattr(self, f.name)
             if f.name == "privileged" and v is not None:
                 v = PrivilegedState(
-                    **{g.name: getattr(v, g.name)[idx] for g in fields(v) if g.name != "extras"},
+                    **{g.name: None if getattr(v, g.name) is None else getattr(v, g.name)[idx]
+                       for g in fields(v) if g.name != "extras"},
                     extras={k: a[idx] for k, a in v.extras.items()},
                 )
             elif isinstance(v, np.ndarray):

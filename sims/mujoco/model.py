@@ -29,6 +29,7 @@ class SensorLayout:
     ee_quat: slice | None = None
     wrench: slice | None = None
     contact: slice | None = None
+    foot_pos: slice | None = None
 
 
 def load_spec(path: Path):
@@ -119,6 +120,8 @@ def _add_sensors(spec, robot: RobotSpec) -> SensorLayout:
         add("wrench", S.mjSENS_TORQUE, 3, s.ft_site)
     for site in s.foot_sites:
         add("contact", S.mjSENS_TOUCH, 1, site)
+    for site in s.foot_sites:
+        add("foot_pos", S.mjSENS_FRAMEPOS, 3, site)
     if "joint_torque" not in slices:
         slices["joint_torque"] = slice(0, 0)
     return SensorLayout(**slices)

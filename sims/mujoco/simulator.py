@@ -28,7 +28,7 @@ class MujocoSimulator:
     name = "mujoco"
     engine = "mujoco"
     capabilities = frozenset({"pd", "torque", "imu", "contact", "ee_pose", "wrench", "render", "state",
-                              "physics_params", "push"})
+                              "physics_params", "push", "fixture_pose"})
 
     def __init__(self, robot: RobotSpec, config: SimConfig):
         self._mj = mj = require("mujoco", "mujoco")
@@ -127,7 +127,7 @@ class MujocoSimulator:
         m, ids = self.model, np.asarray(env_ids, dtype=np.int64)
         if not self._own_models:
             self._models, self._own_models = [copy.copy(m) for _ in range(self.n_envs)], True
-            self._mass = np.ones((self.n_envs, 2))  # per env: mass scale, added base mass [kg]
+            self._mass = np.tile([1.0, 0.0], (self.n_envs, 1))  # per env: mass scale, added base mass [kg]
         base = self._mj.mj_name2id(m, self._mj.mjtObj.mjOBJ_BODY, self.robot.base_body or "")
         if params.added_base_mass is not None and base <= 0:
             raise ValueError(f"{self.robot.name} has no base body to add mass to")
@@ -144,6 +144,19 @@ class MujocoSimulator:
             mi.body_inertia[1:] = m.body_inertia[1:] * scale
             if base > 0:
                 mi.body_mass[base] += added
+
+    def set_fixture_pose(self, body: str, env_ids: np.ndarray, pos: np.ndarray, quat: np.ndarray) -> None:
+        """Move a static scene body (a child of the world without joints) in the envs' own model copies."""
+        mj = self._mj
+        b = mj.mj_name2id(self.model, mj.mjtObj.mjOBJ_BODY, body)
+        if b <= 0 or self.model.body_parentid[b] != 0 or self.model.body_weldid[b] != 0:
+            raise ValueError(f"{body!r} is not a fixed scene body of {self.robot.mjcf}")
+        if not self._own_models:  # the per-env model copies of domain randomization, nominal physics
+            self.set_physics(np.zeros(0, dtype=np.int64), PhysicsParams())
+        pos, quat = np.asarray(pos, dtype=np.float64), np.asarray(quat, dtype=np.float64)
+        for k, i in enumerate(np.asarray(env_ids, dtype=np.int64)):
+            self._models[i].body_pos[b] = pos[k]
+            self._models[i].body_quat[b] = quat[k] / np.linalg.norm(quat[k])
 
     def push(self, env_ids: np.ndarray, lin_vel: np.ndarray) -> None:
         if self._base_qvel is None:
@@ -210,6 +223,7 @@ class MujocoSimulator:
             base_lin_vel=quat_rotate_inverse(quat, s[:, v : v + 3]),  # MuJoCo: world frame
             base_ang_vel=s[:, v + 3 : v + 6].copy(),  # MuJoCo: already in the body frame
             contact_force=contact.copy(),
+            foot_pos=None if not self._sensors.foot_pos else self._sensordata[:, self._sensors.foot_pos].reshape(n, -1, 3).copy(),
         )
 
     # -- rendering -----------------------------------------------------------------------
@@ -226,9 +240,9 @@ class MujocoSimulator:
             self._cam.lookat[:] = self.model.stat.center
         ids = range(self.n_envs) if env_ids is None else np.asarray(env_ids)
         frames = []
-        for i in ids:  # rendering is per image by nature
-            mj.mj_setState(self.model, self._scratch, self._state[i], self._spec)
-            mj.mj_forward(self.model, self._scratch)
+        for i in ids:  # rendering is per image by nature; the env's own model places its fixtures
+            mj.mj_setState(self._models[i], self._scratch, self._state[i], self._spec)
+            mj.mj_forward(self._models[i], self._scratch)
             self._renderer.update_scene(self._scratch, camera=camera if camera is not None else self._cam)
             self._renderer.scene.flags[mj.mjtRndFlag.mjRND_SHADOW] = self.config.shadows
             frames.append(self._renderer.render())

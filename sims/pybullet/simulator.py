@@ -56,7 +56,7 @@ from embody.extras import require
 from embody.robots import PrivilegedState, RobotSpec, RobotState
 from embody.rotations import quat_conj, quat_mul, quat_rotate, quat_rotate_inverse
 
-from ..base import InitState, ModelError, SimConfig
+from ..base import InitState, ModelError, PhysicsParams, SimConfig
 from .model import add_scene, compile_mjcf, pybullet_urdf, root_body, root_pose, scene_geoms, urdf_link_names
 
 SOFTWARE_GL = ("llvmpipe", "softpipe", "swrast")  # Mesa's CPU rasterisers: TinyRenderer is ~10x faster
@@ -104,7 +104,8 @@ def _quiet(said: list[str] | None = None):
 class PybulletSimulator:
     name = "pybullet"
     engine = "pybullet"
-    capabilities = frozenset({"pd", "torque", "imu", "contact", "ee_pose", "wrench", "render", "state"})
+    capabilities = frozenset({"pd", "torque", "imu", "contact", "ee_pose", "wrench", "render", "state",
+                              "physics_params", "push", "fixture_pose"})
 
     def __init__(self, robot: RobotSpec, config: SimConfig):
         with _quiet():  # pybullet announces its build time on import
@@ -124,15 +125,19 @@ class PybulletSimulator:
         self._clients: list[int] = []
         self._viewer: tuple[int, int] | None = None  # render client and its renderer, made on first use
         self._mj_data = None
+        self._fixtures: dict[str, np.ndarray] = {}  # fixed scene body -> (n, 7) world pos, quat w,x,y,z per env
         for _ in range(self.n_envs):
             self._clients.append(self._connect())
         self._index(self._clients[0])
+        self._nominal_dynamics(self._clients[0])
         n = self.n_envs
+        self._physics = np.tile([1.0, 0.0, 1.0], (n, 1))  # per env: friction, added base mass [kg], mass scale
         self._torque = np.zeros((n, len(self._act_idx)))  # applied in the last physics step
         self._imu = np.zeros((n, 13))  # world: orientation x,y,z,w, angular velocity, velocity, previous velocity
         self._ee = np.zeros((n, 7))  # world: position, orientation x,y,z,w
         self._wrench = np.zeros((n, 6))  # F/T joint reaction, PyBullet's frame (see _site_wrench)
         self._contact = np.zeros((n, len(self._foot_links)))
+        self._foot_pos = np.zeros((n, len(self._foot_links), 3))
         self._rows = np.zeros((n, BASE_END + 2 * len(self._dof_idx)))
         self._snapshots: dict[int, tuple[int, int]] = {}  # token -> (env, PyBullet state id)
         self._recent = [deque() for _ in range(n)]  # per env: its live tokens, oldest first
@@ -224,6 +229,7 @@ class PybulletSimulator:
         self._imu_link = links[s.imu_site] if s.imu_site else None
         self._ee_link = links[s.ee_site] if s.ee_site else None
         self._foot_links = [infos[links[f]][16] for f in s.foot_sites]  # the links carrying the sites
+        self._foot_sites = [links[f] for f in s.foot_sites]  # the site links themselves (positions)
         self._ft_joint = self._ft_joint_of(c) if s.ft_site else None
         if s.ft_site:  # the site's pose in the sensed link's frame, to move the wrench there
             kw = {"computeForwardKinematics": 1, "physicsClientId": c}
@@ -341,6 +347,107 @@ class PybulletSimulator:
             rows[:, LIN] = lin + np.cross(ang, com_pos - pos)  # the centre of mass's velocity
         self.set_state(rows, ids)
 
+    # -- domain randomization -------------------------------------------------------------
+    def _nominal_dynamics(self, c: int) -> None:
+        """Each link's nominal mass, principal moments and armature share (as loaded and configured).
+
+        Links whose moments hold folded armature (model.py) keep it unscaled under mass_scale, as
+        MuJoCo's dof_armature is: the link's own inertia is diag(D) - a u uᵀ in its inertial frame
+        (PyBullet gives the joint axis u in that frame), and s·I + a u uᵀ is written as its diagonal
+        there, s·D - (s-1)·a·u² (exact for s = 1; the dropped off-diagonal terms are (s-1)·a·uᵢuⱼ).
+        """
+        p, body, m, kw = self._p, self._body, self.model, {"physicsClientId": c}
+        links, mass, moments, rotor = [-1, *range(p.getNumJoints(body, **kw))], [], [], []
+        for link in links:
+            info = p.getDynamicsInfo(body, link, **kw)
+            mass.append(info[0])
+            moments.append(info[2])
+            rotor.append(np.zeros(3))
+            if link >= 0:
+                joint = p.getJointInfo(body, link, **kw)
+                if joint[12].decode() in self._moments:
+                    armature = float(m.dof_armature[m.jnt_dofadr[m.joint(joint[1].decode()).id]])
+                    rotor[-1] = armature * np.square(joint[13])
+        self._dyn_links = links
+        self._link_mass, self._link_moments, self._link_rotor = np.array(mass), np.array(moments), np.array(rotor)
+
+    def set_physics(self, env_ids: np.ndarray, params: PhysicsParams) -> None:
+        """Friction: the robot links' lateral friction (1 nominally; PyBullet multiplies it with the
+        scene body's, so this scales every robot–scene contact's friction). Masses: changeDynamics
+        on every link, its inertia written after its mass (a mass write recomputes the inertia
+        from the collision shape). Parameters are not part of get_state rows, and restoreState
+        keeps them (they are model, not state)."""
+        ids = np.asarray(env_ids, dtype=np.int64)
+        for col, value in enumerate((params.friction, params.added_base_mass, params.mass_scale)):
+            if value is not None:
+                self._physics[ids, col] = np.broadcast_to(np.asarray(value, dtype=np.float64), ids.shape)
+        if params.added_base_mass is not None and not self.robot.floating_base and np.any(self._physics[ids, 1]):
+            raise ValueError(f"{self.robot.name} has no floating base to add mass to")
+        for i in ids:
+            self._apply_physics(int(i), friction=params.friction is not None,
+                                masses=params.added_base_mass is not None or params.mass_scale is not None)
+
+    def _apply_physics(self, i: int, friction: bool = True, masses: bool = True) -> None:
+        p, body, kw = self._p, self._body, {"physicsClientId": self._clients[i]}
+        mu, added, scale = (float(x) for x in self._physics[i])
+        for k, link in enumerate(self._dyn_links):
+            if friction:
+                p.changeDynamics(body, link, lateralFriction=mu, **kw)
+            if masses:
+                mass = scale * self._link_mass[k] + (added if link == -1 else 0.0)
+                moments = scale * self._link_moments[k] - (scale - 1.0) * self._link_rotor[k]
+                p.changeDynamics(body, link, mass=mass, **kw)
+                p.changeDynamics(body, link, localInertiaDiagonal=moments.tolist(), **kw)
+
+    def set_fixture_pose(self, body: str, env_ids: np.ndarray, pos: np.ndarray, quat: np.ndarray) -> None:
+        """Moves the static multibodies made from ``body``'s geoms (one per geom, see model.add_scene)
+        in the envs' clients; the render client takes each env's poses when it draws that env."""
+        import mujoco
+
+        m, b = self.model, mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, body)
+        if b <= 0 or m.body_parentid[b] != 0 or m.body_weldid[b] != 0:
+            raise ValueError(f"{body!r} is not a fixed scene body of {self.robot.mjcf}")
+        if body not in self._fixtures:
+            d = mujoco.MjData(m)
+            mujoco.mj_kinematics(m, d)
+            self._fixtures[body] = np.tile(np.r_[d.xpos[b], d.xquat[b]], (self.n_envs, 1))
+        ids = np.asarray(env_ids, dtype=np.int64)
+        quat = np.asarray(quat, dtype=np.float64)
+        self._fixtures[body][ids] = np.c_[np.asarray(pos, dtype=np.float64), quat / np.linalg.norm(quat, axis=1,
+                                                                                                  keepdims=True)]
+        for i in ids:
+            self._place_fixtures(int(i), self._clients[i], only=body)
+
+    def _place_fixtures(self, i: int, client: int, only: str | None = None) -> None:
+        """Pose the scene multibodies of every moved fixture (or ``only`` that one) as in env ``i``."""
+        p, m = self._p, self.model
+        for body, poses in self._fixtures.items():
+            if only is not None and body != only:
+                continue
+            b = m.body(body).id
+            for g in np.flatnonzero(m.geom_bodyid == b):
+                name = m.geom(int(g)).name or f"geom{g}"
+                if name not in self._scene_bodies:
+                    continue  # neither drawn nor colliding
+                pos = poses[i, :3] + quat_rotate(poses[i, None, 3:], m.geom_pos[g][None])[0]
+                quat = quat_mul(poses[i, None, 3:], m.geom_quat[g][None])[0]
+                p.resetBasePositionAndOrientation(self._scene_bodies[name], pos.tolist(), _xyzw(quat).tolist(),
+                                                  physicsClientId=client)
+
+    def push(self, env_ids: np.ndarray, lin_vel: np.ndarray) -> None:
+        """Adds to the base's linear velocity: PyBullet's base velocity is its centre of mass's,
+        which a pure translation changes by the same amount as the base frame's origin."""
+        if not self.robot.floating_base:
+            raise ValueError(f"{self.robot.name} has no floating base to push")
+        ids = np.asarray(env_ids, dtype=np.int64)
+        lin_vel = np.broadcast_to(np.asarray(lin_vel, dtype=np.float64), (len(ids), 3))
+        p, body = self._p, self._body
+        for i, dv in zip(ids, lin_vel):
+            kw = {"physicsClientId": self._clients[i]}
+            lin, ang = p.getBaseVelocity(body, **kw)
+            p.resetBaseVelocity(body, (np.array(lin) + dv).tolist(), ang, **kw)
+            self._rows[i, LIN], self._rows[i, ANG] = p.getBaseVelocity(body, **kw)
+
     # -- stepping ------------------------------------------------------------------------
     def step(self, command: np.ndarray) -> None:
         command = np.asarray(command, dtype=np.float64)
@@ -364,6 +471,8 @@ class PybulletSimulator:
                 self._recent[i].clear()
                 self._p.disconnect(physicsClientId=self._clients[i])
                 self._clients[i] = self._connect()
+                self._place_fixtures(i, self._clients[i])
+                self._apply_physics(i)  # a new world has the nominal parameters
             self.set_state(np.tile(self._default_row, (len(ids), 1)), ids)
 
     def _step_env(self, i: int, command: np.ndarray) -> None:
@@ -399,6 +508,9 @@ class PybulletSimulator:
         p, body, kw = self._p, self._body, {"physicsClientId": self._clients[i]}
         if self._ft_joint is not None:
             self._wrench[i] = p.getJointState(body, self._ft_joint, **kw)[2]
+        if self._foot_sites:
+            states = p.getLinkStates(body, self._foot_sites, computeForwardKinematics=1, **kw)
+            self._foot_pos[i] = [st[4] for st in states]
         links = [x for x in (self._imu_link, self._ee_link) if x is not None]
         if links:
             states = p.getLinkStates(body, links, computeLinkVelocity=1, computeForwardKinematics=1, **kw)
@@ -466,7 +578,7 @@ class PybulletSimulator:
         ang = rows[:, ANG]
         lin = rows[:, LIN] + np.cross(ang, pos - rows[:, POS])  # velocity of the base frame's origin
         return PrivilegedState(pos, quat, quat_rotate_inverse(quat, lin), quat_rotate_inverse(quat, ang),
-                               self._contact.copy())
+                               self._contact.copy(), foot_pos=self._foot_pos.copy())
 
     # -- rendering -----------------------------------------------------------------------
     def render(self, env_ids: np.ndarray | None = None, camera: str | None = None) -> np.ndarray:
@@ -484,6 +596,7 @@ class PybulletSimulator:
             p.resetBasePositionAndOrientation(body, row[POS].tolist(), row[QUAT].tolist(), physicsClientId=c)
             p.resetJointStatesMultiDof(body, self._dof_idx, [[x] for x in row[BASE_END:BASE_END + m]],
                                        physicsClientId=c)
+            self._place_fixtures(i, c)
             eye, target, up, fovy, near, far = self._camera(i, camera)
             view = p.computeViewMatrix(eye, target, up, physicsClientId=c)
             proj = p.computeProjectionMatrixFOV(fovy, cfg.render_width / cfg.render_height, near, far,

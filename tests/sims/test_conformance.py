@@ -151,6 +151,23 @@ def test_ground_contact_carries_the_robot(sim_name):
 
 
 @pytest.mark.parametrize("sim_name", SIMS)
+def test_foot_positions_are_the_foot_sites_in_the_world(sim_name):
+    sim = build(sim_name, n=2)
+    needs(sim, "contact")
+    spec = sim.robot
+    init = airborne(spec, 2, z=spec.default_base_pos[2] + 0.3)
+    init.base_pos[1, :2] = [1.0, -2.0]
+    sim.reset(np.arange(2), init)
+    feet = sim.state().privileged.foot_pos
+    assert feet.shape == (2, len(spec.sensors.foot_sites), 3)
+    # the default pose puts the soles (the foot sites) on z = 0 when the pelvis is at default_base_pos
+    np.testing.assert_allclose(feet[:, :, 2], 0.3, atol=0.01)
+    np.testing.assert_allclose(feet[1] - feet[0], np.tile([1.0, -2.0, 0.0], (feet.shape[1], 1)), atol=1e-9)
+    assert feet[0, 0, 1] > 0 > feet[0, 1, 1]  # left foot on +y
+    sim.close()
+
+
+@pytest.mark.parametrize("sim_name", SIMS)
 def test_determinism(sim_name):
     runs = []
     for _ in range(2):
@@ -243,4 +260,146 @@ def test_a_robot_state_outlives_the_next_step(sim_name):
     for k, v in snapshot.items():
         obj = kept.privileged if k.startswith("privileged.") else kept
         np.testing.assert_array_equal(getattr(obj, k.split(".")[-1]), v, err_msg=f"{k} changed under a later step")
+    sim.close()
+
+
+# -- domain randomization (capabilities "physics_params" and "push") ---------------------------------
+PUSH_TOL = 1e-6  # m/s: a push is an exact velocity write; it must not leak into other envs
+# the feet carry more than the added weight while the heavier robot settles from its 1 cm drop:
+# measured +7% in all three engines (and x1.207-1.209 for a 1.2 mass scale)
+ADDED_WEIGHT_TOL = 0.15  # fraction of added_mass * g
+MASS_SCALE_TOL = 0.05  # fraction of the nominal weight carried
+FRICTION_DECEL_TOL = 0.25  # fraction of mu * g (measured 2.00-2.13 m/s² against 1.96: the body rocks)
+# a nominal-again env replays a never-randomized one: bit for bit in MuJoCo and PyBullet (the same
+# model numbers written back); Genesis recomputes the inverse weights it regularises contacts with
+# (measured 2e-16 rad)
+RESTORED_TOL = {"mujoco": 0.0, "pybullet": 0.0, "genesis": 1e-12}  # rad
+
+
+def _standing(spec, k, lin_vel=None):
+    return airborne(spec, k, z=spec.default_base_pos[2] + 0.01, lin_vel=lin_vel)
+
+
+def _world_lin_vel(state):
+    from embody.rotations import quat_rotate
+
+    p = state.privileged
+    return quat_rotate(p.base_quat, p.base_lin_vel)
+
+
+def _feet_xy(spec, state) -> np.ndarray:
+    """World x, y of the foot sites (n, feet, 2), by MuJoCo's kinematics at each env's configuration
+    (the same frames in every adapter: RobotState's base pose and joint angles)."""
+    import mujoco
+
+    m = mujoco.MjModel.from_xml_path(str(spec.mjcf))
+    d = mujoco.MjData(m)
+    free = m.jnt_qposadr[np.flatnonzero(m.jnt_type == mujoco.mjtJoint.mjJNT_FREE)[0]]
+    qadr = [m.jnt_qposadr[m.joint(n).id] for n in spec.joint_names]
+    sites = [m.site(s).id for s in spec.sensors.foot_sites]
+    out = []
+    for i in range(len(state.joint_pos)):
+        d.qpos[free:free + 3], d.qpos[free + 3:free + 7] = state.privileged.base_pos[i], state.privileged.base_quat[i]
+        d.qpos[qadr] = state.joint_pos[i]
+        mujoco.mj_kinematics(m, d)
+        out.append(d.site_xpos[sites, :2].copy())
+    return np.array(out)
+
+
+@pytest.mark.parametrize("sim_name", SIMS)
+def test_push_adds_world_velocity_to_the_pushed_envs_only(sim_name):
+    sim = build(sim_name, n=3)
+    needs(sim, "push")
+    spec = sim.robot
+    quat = yaw_quat(np.array([np.pi / 2, 0.0, -np.pi / 3]))  # world and base frames differ
+    sim.reset(np.arange(3), airborne(spec, 3, quat=quat, ang_vel=np.tile([0.0, 0.0, 0.4], (3, 1))))
+    before = _world_lin_vel(sim.state())
+    kick = np.array([[1.0, 0.0, 0.0], [0.0, -0.5, 0.3]])
+    sim.push(np.array([0, 2]), kick)
+    now = _world_lin_vel(sim.state())
+    np.testing.assert_allclose(now[[0, 2]] - before[[0, 2]], kick, atol=PUSH_TOL)
+    np.testing.assert_allclose(now[1], before[1], atol=PUSH_TOL)
+    sim.step(np.tile(spec.default_pose, (3, 1)))  # in flight, the kick stays: envs differ by it alone
+    p = sim.state().privileged  # (in the base frame: the turning base moves its origin alike in each)
+    kick_base = quat_rotate_inverse(p.base_quat[[0, 2]], kick)
+    np.testing.assert_allclose(p.base_lin_vel[[0, 2]] - kick_base, p.base_lin_vel[[1, 1]], atol=1e-6)
+    sim.close()
+
+
+@pytest.mark.parametrize("sim_name", SIMS)
+def test_added_mass_and_mass_scale_change_the_weight_on_the_feet(sim_name):
+    from embody.sims import PhysicsParams
+
+    sim = build(sim_name, n=4)
+    needs(sim, "physics_params", "contact")
+    spec = sim.robot
+    added, scale = 8.0, 1.2
+    sim.set_physics(np.array([1]), PhysicsParams(added_base_mass=np.array([added])))
+    sim.set_physics(np.array([2]), PhysicsParams(mass_scale=np.array([scale])))
+    sim.set_physics(np.array([3]), PhysicsParams(friction=np.array([1.0])))  # nominal, and the masses untouched
+    sim.reset(np.arange(4), _standing(spec, 4))
+    forces = []
+    for _ in range(15):  # 0.3 s: settled on both feet
+        sim.step(np.tile(spec.default_pose, (4, 1)))
+        forces.append(sim.state().privileged.contact_force.sum(axis=1))
+    w = np.mean(forces[5:], axis=0)  # (4,) weight carried by the feet [N]
+    print(f"{sim_name}: carried {w.round(2)} N; +{added} kg -> {w[1] - w[0]:.2f} N (expected {added * G:.2f}), "
+          f"x{scale} -> x{w[2] / w[0]:.4f}, friction 1 only -> {w[3] - w[0]:+.2g} N")
+    assert abs((w[1] - w[0]) / (added * G) - 1) < ADDED_WEIGHT_TOL, w
+    assert abs(w[2] / w[0] / scale - 1) < MASS_SCALE_TOL, w
+    assert abs(w[3] / w[0] - 1) < 1e-3, w  # an added mass defaulting to other than 0 would show here
+    sim.close()
+
+
+@pytest.mark.parametrize("sim_name", SIMS)
+def test_friction_scales_the_deceleration_of_a_sliding_robot(sim_name):
+    """The H1-2 dropped on its back (5 cm) sliding feet first at 2 m/s: on flat ground, sliding
+    friction decelerates it at mu * g. (Standing, its feet stick even at mu = 0.2: the body
+    pivots over them and needs little horizontal force.)"""
+    from embody.sims import PhysicsParams
+
+    sim = build(sim_name, n=3)
+    needs(sim, "physics_params")
+    spec = sim.robot
+    mu = np.array([0.2, 1.0, 2.0])  # the H1-2's nominal friction is 1: these are the coefficients
+    sim.set_physics(np.arange(3), PhysicsParams(friction=mu))
+    on_back = np.tile([np.sqrt(0.5), 0.0, -np.sqrt(0.5), 0.0], (3, 1))  # face up, head towards -x
+    sim.reset(np.arange(3), airborne(spec, 3, z=0.12, quat=on_back, lin_vel=np.tile([2.0, 0.0, 0.0], (3, 1))))
+    v, x = [], []
+    for _ in range(20):  # 0.4 s: landed after ~0.1 s
+        sim.step(np.tile(spec.default_pose, (3, 1)))
+        v.append(_world_lin_vel(sim.state())[:, 0])
+        x.append(sim.state().privileged.base_pos[:, 0].copy())
+    v, x = np.array(v), np.array(x)
+    decel = (v[9] - v[19]) / (10 * sim.dt)  # (3,) over the last 0.2 s
+    print(f"{sim_name}: slid {x[-1].round(3)} m, final speed {v[-1].round(3)} m/s, deceleration of the "
+          f"mu=0.2 env {decel[0]:.2f} m/s² (mu*g = {0.2 * G:.2f})")
+    assert x[-1, 0] > x[-1, 1] + 0.1 and x[-1, 1] > x[-1, 2] - 0.01, x[-1]
+    assert v[-1, 0] > 0.5 and abs(v[-1, 1]) < 0.05 and abs(v[-1, 2]) < 0.05, v[-1]
+    assert abs(decel[0] / (0.2 * G) - 1) < FRICTION_DECEL_TOL, decel
+
+
+@pytest.mark.parametrize("sim_name", SIMS)
+def test_nominal_parameters_restore_the_nominal_physics(sim_name):
+    from embody.sims import PhysicsParams
+
+    sim = build(sim_name, n=3)
+    needs(sim, "physics_params")
+    spec = sim.robot
+    ids = np.array([1, 2])
+    sim.set_physics(ids, PhysicsParams(friction=np.array([0.3, 2.0]), added_base_mass=np.array([5.0, -2.0]),
+                                       mass_scale=np.array([1.3, 0.8])))
+    sim.reset(np.arange(3), _standing(spec, 3))
+    for _ in range(3):  # run randomized for a while (in contact) ...
+        sim.step(np.tile(spec.default_pose, (3, 1)))
+    sim.set_physics(ids, PhysicsParams(friction=np.ones(2), added_base_mass=np.zeros(2), mass_scale=np.ones(2)))
+    sim.reset(np.arange(3), _standing(spec, 3))  # ... then restore: all three envs must agree with env 0
+    rng = np.random.default_rng(3)
+    worst = 0.0
+    for _ in range(15):  # 0.3 s of stepping in contact
+        sim.step(np.tile(spec.default_pose + 0.1 * rng.standard_normal(spec.n_actions), (3, 1)))
+        q = sim.state().joint_pos
+        worst = max(worst, float(np.abs(q[1:] - q[0]).max()))
+    print(f"{sim_name}: restored envs vs. a never-randomized env: max |dq| {worst:.3g} rad")
+    assert worst <= RESTORED_TOL[sim_name], worst
     sim.close()
