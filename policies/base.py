@@ -21,3 +21,17 @@ class Policy(Protocol):
 
     def reset(self, env_ids: torch.Tensor | None = None) -> None:
         """Clear recurrent state for ``env_ids`` (all envs when None); a no-op for MLPs."""
+
+
+class RandomPolicy:
+    """Uniform random actions in [-1, 1]: the baseline a learned policy is compared against."""
+
+    def __init__(self, obs_size: int, action_size: int, seed: int = 0):
+        self.obs_size, self.action_size = obs_size, action_size
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def act(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
+        return torch.rand(obs.shape[0], self.action_size, generator=self.generator) * 2.0 - 1.0
+
+    def reset(self, env_ids: torch.Tensor | None = None) -> None:
+        pass

@@ -76,7 +76,7 @@ class PPO:
         return o, torch.cat([o, p], dim=-1) if p.shape[-1] else o
 
     @torch.no_grad()
-    def collect(self, buf: RolloutBuffer, episode_returns: list[float]) -> None:
+    def collect(self, buf: RolloutBuffer, episode_returns: list[float], episode_lengths: list[int] | None = None) -> None:
         cfg, env, pol = self.config, self.env, self.policy
         if self._obs is None:
             self._obs, self._critic_obs = self._tensors(*env.reset())
@@ -97,6 +97,8 @@ class PPO:
             buf.dones[t] = torch.as_tensor(terminated | truncated, dtype=torch.float32, device=self.device)
             self._obs, self._critic_obs = self._tensors(next_obs, info.privileged_obs)
             episode_returns.extend(info.episode_return.tolist())
+            if episode_lengths is not None:
+                episode_lengths.extend(info.episode_length.tolist())
         self.env_steps += cfg.n_steps * env.n_envs
         buf.compute_gae(pol.value(self._critic_obs), cfg.gamma, cfg.lam)
 
@@ -150,13 +152,16 @@ class PPO:
         buf = RolloutBuffer(cfg.n_steps, env.n_envs, env.observation_size,
                             env.observation_size + env.privileged_size, env.action_size, self.device)
         recent: list[float] = []
+        recent_lengths: list[int] = []
         start_steps, start = self.env_steps, time.perf_counter()
         while self.env_steps < total_steps:
             returns: list[float] = []
-            self.collect(buf, returns)
+            lengths: list[int] = []
+            self.collect(buf, returns, lengths)
             stats = self.update(buf, self.env_steps / total_steps)
             self.iteration += 1
             recent = (recent + returns)[-100:]
+            recent_lengths = (recent_lengths + lengths)[-100:]
             elapsed = time.perf_counter() - start
             metrics = {
                 "iteration": self.iteration,
@@ -164,6 +169,7 @@ class PPO:
                 "time_s": elapsed,
                 "steps_per_s": (self.env_steps - start_steps) / max(elapsed, 1e-9),
                 "episode_return": float(np.mean(recent)) if recent else float("nan"),
+                "episode_length": float(np.mean(recent_lengths)) if recent_lengths else float("nan"),
                 "episodes": len(returns),
                 "lr": self.lr,
                 "action_std": self.policy.log_std.exp().mean().item(),

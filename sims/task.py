@@ -54,6 +54,13 @@ class Task(ABC):
                 raise ValueError(f"task {self.name!r} has no reward term {term!r}; terms: {self.reward_term_names()}")
 
     @classmethod
+    def robot_params(cls, config: TaskConfig, seed: int = 0) -> dict:
+        """Keyword arguments for the robot's ``make_spec`` that this configured task needs (a peg
+        size, a board), drawn with ``seed`` where the task randomizes them per VecEnv; make_env
+        builds the robot with them. None by default."""
+        return {}
+
+    @classmethod
     def reward_term_names(cls) -> list[str]:
         return sorted(n[len("reward_"):] for n in dir(cls) if n.startswith("reward_") and n != "reward_term_names")
 

@@ -138,7 +138,7 @@ def make_env(task_name: str, sim: str = "mujoco", n_envs: int = 1, seed: int = 0
     task_cls = TASKS.get(task_name)
     config = config or task_cls.config_class()
     config.sim.n_envs = n_envs
-    robot = get_robot(task_cls.robot_name)
+    robot = get_robot(task_cls.robot_name, **task_cls.robot_params(config, seed))
     task = task_cls(config, robot, n_envs, seed)
     check_capabilities(sim, SIMULATORS.get(sim).capabilities, task_name, task.requirements())
     return VecEnv(task, make_sim(sim, robot, config.sim), seed=seed, staggered=staggered, reward_fn=reward_fn)

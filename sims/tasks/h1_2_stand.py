@@ -1,0 +1,110 @@
+"""h1_2-stand: the legs keep the H1-2 up while the waist and arms play motion clips (the seed of
+ALMI's lower-body task).
+
+The upper body's PD targets come from a motion library (``motion.library``: a folder of clip
+files, or the procedural default of waves, reaches, swings and twists); each episode starts a
+random clip at a random frame and plays clips back to back. The policy commands the 12 leg
+joints only. Its observation is h1_2-velocity's 47 values (the command is always zero) plus
+the upper body's joint positions relative to the default pose (15) and velocities ·0.05 (15),
+so that it can counter the arms' and torso's motion: 77 values, all from RobotState.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from embody.robots import RobotSpec, RobotState
+from embody.robots.motion import MotionClip, MotionError, generate_library, load_library
+
+from ..base import SimConfig
+from ..task import TaskConfig
+from .h1_2_velocity import Commands, H1_2Velocity, Legged, Randomization
+
+
+@dataclass
+class Motion:
+    library: str | None = None  # folder of .safetensors clips; None: the procedural default library
+
+
+@dataclass
+class H1_2StandConfig(TaskConfig):
+    sim: SimConfig = field(default_factory=lambda: SimConfig(physics_dt=0.005, decimation=4))
+    max_episode_steps: int = 1000  # 20 s
+    reward_weights: dict[str, float] = field(default_factory=lambda: {
+        "tracking_lin_vel": 1.0, "tracking_ang_vel": 0.5, "lin_vel_z": -2.0, "ang_vel_xy": -0.05,
+        "orientation": -1.0, "base_height": -10.0, "action_rate": -0.01, "torques": -1e-5,
+        "joint_limits": -5.0, "hip_pos": -1.0, "contact": 0.18, "alive": 0.15,
+    })
+    commands: Commands = field(default_factory=lambda: Commands((0.0, 0.0), (0.0, 0.0), (0.0, 0.0), 1.0))
+    legged: Legged = field(default_factory=Legged)
+    randomization: Randomization = field(default_factory=Randomization)
+    motion: Motion = field(default_factory=Motion)
+
+
+class H1_2Stand(H1_2Velocity):
+    name = "h1_2-stand"
+    config_class = H1_2StandConfig
+
+    def __init__(self, config: H1_2StandConfig, robot: RobotSpec, n_envs: int, seed: int = 0):
+        super().__init__(config, robot, n_envs, seed)
+        self.upper = robot.group("upper_body")
+        self.frames, self.lengths = clip_table(self._clips(), robot, self.upper, self.dt)
+        self.clip = np.zeros(n_envs, dtype=np.int64)
+        self.frame = np.zeros(n_envs, dtype=np.int64)
+
+    def _clips(self) -> list[MotionClip]:
+        folder = self.config.motion.library
+        clips = load_library(folder) if folder else generate_library(self.robot)
+        if not clips:
+            raise MotionError(f"{folder}: the motion library holds no .safetensors clips")
+        return clips
+
+    @property
+    def observation_size(self) -> int:
+        return super().observation_size + 2 * len(self.upper)
+
+    def on_reset(self, env_ids: np.ndarray) -> None:
+        super().on_reset(env_ids)
+        self.clip[env_ids] = self.rng.integers(0, len(self.lengths), len(env_ids))
+        self.frame[env_ids] = self.rng.integers(0, self.lengths[self.clip[env_ids]])
+
+    def after_step(self, action: np.ndarray) -> None:
+        super().after_step(action)
+        self.frame += 1
+        done = np.flatnonzero(self.frame >= self.lengths[self.clip])  # clips play back to back
+        self.clip[done] = self.rng.integers(0, len(self.lengths), done.size)
+        self.frame[done] = 0
+
+    def upper_targets(self) -> np.ndarray:
+        targets = super().upper_targets()
+        targets[:, self.upper] = self.frames[self.clip, self.frame]
+        return targets
+
+    def observe(self, state: RobotState) -> np.ndarray:
+        up = self.upper
+        return np.concatenate([super().observe(state), state.joint_pos[:, up] - self.q0[up],
+                               0.05 * state.joint_vel[:, up]], axis=1).astype(np.float32)
+
+
+def clip_table(clips: list[MotionClip], robot: RobotSpec, columns: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
+    """Clips resampled at the control period: frames (c, T_max, len(columns)) padded with each
+    clip's last frame, and lengths (c,). Refuses clips that leave the joints' ranges."""
+    tables = []
+    for clip in clips:
+        q = clip.to_robot(robot)
+        if not np.isin(columns, [robot.joint_names.index(n) for n in clip.joint_names]).any():
+            raise MotionError(f"motion {clip.label!r} moves none of the joints this task plays ({robot.name} "
+                              f"{[robot.joint_names[i] for i in columns][:3]}...)")
+        frames = q.sample(np.arange(0.0, q.duration + 1e-9, dt))[:, columns]
+        lo, hi = robot.lower[columns], robot.upper[columns]
+        outside = (frames < lo - 1e-6) | (frames > hi + 1e-6)
+        if outside.any():
+            j = columns[np.flatnonzero(outside.any(axis=0))[0]]
+            raise MotionError(f"motion {clip.label!r} takes {robot.joint_names[j]} outside its range "
+                              f"[{robot.lower[j]:g}, {robot.upper[j]:g}] rad")
+        tables.append(frames)
+    lengths = np.array([len(t) for t in tables])
+    out = np.stack([np.concatenate([t, np.repeat(t[-1:], lengths.max() - len(t), axis=0)]) for t in tables])
+    return out, lengths

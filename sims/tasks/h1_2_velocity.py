@@ -1,0 +1,333 @@
+"""h1_2-velocity: the H1-2's legs follow sampled (vx, vy, yaw rate) commands; waist and arms
+are held at the default pose by PD.
+
+Observation (47, the vendor's unitree_rl_gym H1-2 design), from RobotState's observed part only
+— the pelvis angular velocity and gravity come from the torso IMU and the waist encoder, as on
+the robot (``embody.robots.h1_2.observations``):
+
+    ang_vel·0.25 (3) | projected gravity (3) | command·(2, 2, 0.25) (3) | leg q − q₀ (12) |
+    leg q̇·0.05 (12) | last action (12) | sin, cos of the gait phase (2), period 0.8 s
+
+Privileged observation (13, critic and teacher only): base linear velocity in the base frame (3),
+base height (1), foot contact forces / robot weight (2), friction (1), added base mass (1),
+link mass scale (1), the last push's velocity while it is fresh (3), action delay in steps (1).
+
+Actions (12): leg PD targets q₀ + 0.25·a. Rewards follow legged_gym's convention: weights are
+per second and the per-step reward is dt·max(0, Σ wᵢ·termᵢ) (dt = 0.02 s; the clip at 0 keeps
+early falls from paying off while penalties outweigh the alive bonus). Episodes end on a fall: the
+pelvis tilts past ``fall_tilt`` (|gravity_xy| in the base frame) or drops below ``fall_height``.
+
+Domain randomization (``randomization.enabled``): friction, added base mass and link mass scale
+drawn at every reset, horizontal velocity pushes at random intervals, and a per-episode action
+delay of 0..``action_delay_steps`` control steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from embody.robots import RobotSpec, RobotState
+from embody.robots.h1_2.observations import imu_mount, pelvis_ang_vel, projected_gravity
+from embody.rotations import quat_rotate_inverse
+
+from ..base import InitState, PhysicsParams, SimConfig
+from ..task import Task, TaskConfig
+
+G = 9.81
+HIP_ROLL_YAW = np.array([0, 2, 6, 8])  # leg-local columns of hip yaw and roll (left, right)
+
+
+@dataclass
+class Randomization:
+    enabled: bool = True
+    friction: tuple[float, float] = (0.3, 1.25)  # multiplier of the nominal friction
+    added_base_mass: tuple[float, float] = (-1.0, 3.0)  # kg
+    mass_scale: tuple[float, float] = (0.95, 1.05)
+    push_interval_s: tuple[float, float] = (4.0, 8.0)  # time between pushes, drawn per push
+    push_velocity: float = 0.5  # m/s, largest horizontal kick per axis
+    action_delay_steps: int = 1  # each episode draws a delay in 0..this many control steps
+
+
+@dataclass
+class Commands:
+    lin_vel_x: tuple[float, float] = (-1.0, 1.0)  # ranges [m/s, m/s, rad/s]
+    lin_vel_y: tuple[float, float] = (-0.5, 0.5)
+    yaw_rate: tuple[float, float] = (-1.0, 1.0)
+    zero_fraction: float = 0.1  # share of commands that ask to stand still
+    resample_s: float = 10.0
+
+
+@dataclass
+class Legged:
+    """Settings the H1-2 tasks share (actions, gait clock, reward shapes, falls)."""
+
+    action_scale: float = 0.25  # rad per unit action
+    gait_period_s: float = 0.8
+    stance_fraction: float = 0.55  # of the gait period, per leg
+    base_height_target: float = 1.0  # m (standing at the default pose: 1.015)
+    feet_swing_height: float = 0.08  # m
+    tracking_sigma: float = 0.25
+    only_positive_rewards: bool = True  # clip the step's total at 0, so that living never costs (legged_gym)
+    fall_tilt: float = 0.7  # |gravity_xy| in the base frame: ~44°
+    fall_height: float = 0.6  # m
+    init_joint_noise: float = 0.05  # rad, uniform, legs
+
+
+@dataclass
+class H1_2VelocityConfig(TaskConfig):
+    sim: SimConfig = field(default_factory=lambda: SimConfig(physics_dt=0.005, decimation=4))
+    max_episode_steps: int = 1000  # 20 s
+    reward_weights: dict[str, float] = field(default_factory=lambda: {
+        "tracking_lin_vel": 1.0, "tracking_ang_vel": 0.5, "lin_vel_z": -2.0, "ang_vel_xy": -0.05,
+        "orientation": -1.0, "base_height": -10.0, "action_rate": -0.01, "torques": -1e-5,
+        "joint_limits": -5.0, "hip_pos": -1.0, "feet_swing_height": -20.0, "contact": 0.18, "alive": 0.15,
+    })
+    commands: Commands = field(default_factory=Commands)
+    legged: Legged = field(default_factory=Legged)
+    randomization: Randomization = field(default_factory=Randomization)
+
+
+def _uniform(rng, bounds, k) -> np.ndarray:
+    return rng.uniform(bounds[0], bounds[1], k)
+
+
+class H1_2Velocity(Task):
+    name = "h1_2-velocity"
+    robot_name = "h1_2"
+    config_class = H1_2VelocityConfig
+    train_defaults = {"n_envs": 64, "steps": 50_000_000, "max_time_s": 1800.0, "staggered_resets": True,
+                      "ppo.n_steps": 24, "ppo.lr": 1e-3, "ppo.lr_schedule": "constant", "ppo.epochs": 5, "ppo.minibatches": 4, "ppo.ent_coef": 0.01,
+                      "policy.actor_hidden": [256, 128], "policy.critic_hidden": [256, 128],
+                      "policy.activation": "elu", "policy.init_std": 0.8}
+
+    def __init__(self, config: H1_2VelocityConfig, robot: RobotSpec, n_envs: int, seed: int = 0):
+        super().__init__(config, robot, n_envs, seed)
+        c = config
+        if not c.sim.physics_dt:
+            raise ValueError(f"{self.name}: sim.physics_dt must be set (the gait clock and rewards use dt)")
+        self.dt = c.sim.physics_dt * c.sim.decimation
+        self.mount = imu_mount(robot)
+        self.legs = robot.group("legs")
+        self.last_action = np.zeros((n_envs, len(self.legs)))
+        self.q0 = robot.default_pose
+        self.weight = robot_weight(robot)
+        self.commands = np.zeros((n_envs, 3))
+        self.steps = np.zeros(n_envs, dtype=np.int64)  # control steps since reset
+        r = c.randomization
+        self.friction, self.added_mass, self.mass_scale = np.ones(n_envs), np.zeros(n_envs), np.ones(n_envs)
+        self.push_vel, self.next_push = np.zeros((n_envs, 3)), np.full(n_envs, np.inf)
+        self.last_push_step = np.full(n_envs, -10**9)
+        self.delay = np.zeros(n_envs, dtype=np.int64)
+        self.action_history = np.zeros((r.action_delay_steps + 1, n_envs, len(self.legs)))
+
+    # -- sizes ---------------------------------------------------------------------------
+    @property
+    def observation_size(self) -> int:
+        return 9 + 3 * len(self.legs) + 2
+
+    @property
+    def privileged_size(self) -> int:
+        return 13
+
+    @property
+    def action_size(self) -> int:
+        return len(self.legs)
+
+    def requirements(self) -> frozenset[str]:
+        extra = {"physics_params", "push"} if self.config.randomization.enabled else set()
+        return super().requirements() | {"imu", "contact"} | extra
+
+    # -- commands ------------------------------------------------------------------------
+    def sample_commands(self, env_ids: np.ndarray) -> None:
+        c, k = self.config, len(env_ids)
+        cmd = np.stack([_uniform(self.rng, c.commands.lin_vel_x, k), _uniform(self.rng, c.commands.lin_vel_y, k),
+                        _uniform(self.rng, c.commands.yaw_rate, k)], axis=1)
+        cmd[self.rng.random(k) < c.commands.zero_fraction] = 0.0
+        self.commands[env_ids] = cmd
+
+    def set_commands(self, env_ids: np.ndarray, commands: np.ndarray) -> None:
+        """Set (vx, vy, yaw rate) commands (k, 3) for ``env_ids``; values outside the trained ranges are refused."""
+        c, commands = self.config, np.asarray(commands, dtype=np.float64)
+        if commands.shape != (len(env_ids), 3) or not np.isfinite(commands).all():
+            raise ValueError(f"{self.name}: commands must be finite with shape ({len(env_ids)}, 3), got {commands.shape}")
+        for col, (name, (lo, hi)) in enumerate(zip(("vx", "vy", "yaw rate"), (c.commands.lin_vel_x, c.commands.lin_vel_y, c.commands.yaw_rate))):
+            bad = (commands[:, col] < lo) | (commands[:, col] > hi)
+            if bad.any():
+                raise ValueError(f"{self.name}: command {name} = {commands[bad, col][0]:g} lies outside the "
+                                 f"trained range [{lo:g}, {hi:g}]")
+        self.commands[env_ids] = commands
+
+    # -- episode -------------------------------------------------------------------------
+    def reset_distribution(self, env_ids: np.ndarray) -> InitState:
+        k, n_j = len(env_ids), self.robot.n_joints
+        noise = self.rng.uniform(-1, 1, (k, n_j)) * self.config.legged.init_joint_noise
+        noise[:, np.setdiff1d(np.arange(n_j), self.legs)] = 0.0
+        q = np.clip(self.q0 + noise, self.robot.lower, self.robot.upper)
+        return InitState(joint_pos=q, joint_vel=np.zeros((k, n_j)),
+                         base_pos=np.tile(self.robot.default_base_pos, (k, 1)),
+                         base_quat=np.tile([1.0, 0, 0, 0], (k, 1)))
+
+    def on_reset(self, env_ids: np.ndarray) -> None:
+        super().on_reset(env_ids)
+        r, k = self.config.randomization, len(env_ids)
+        self.steps[env_ids] = 0
+        self.action_history[:, env_ids] = 0.0
+        self.push_vel[env_ids] = 0.0
+        self.last_push_step[env_ids] = -10**9
+        self.next_push[env_ids] = self._push_interval(k) if r.enabled else np.inf
+        self.delay[env_ids] = self.rng.integers(0, r.action_delay_steps + 1, k) if r.enabled else 0
+
+    def _push_interval(self, k: int) -> np.ndarray:
+        return np.round(_uniform(self.rng, self.config.randomization.push_interval_s, k) / self.dt)
+
+    def sample_physics(self, env_ids: np.ndarray) -> PhysicsParams | None:
+        r, k = self.config.randomization, len(env_ids)
+        if not r.enabled:
+            return None
+        self.friction[env_ids] = _uniform(self.rng, r.friction, k)
+        self.added_mass[env_ids] = _uniform(self.rng, r.added_base_mass, k)
+        self.mass_scale[env_ids] = _uniform(self.rng, r.mass_scale, k)
+        return PhysicsParams(friction=self.friction[env_ids], added_base_mass=self.added_mass[env_ids],
+                             mass_scale=self.mass_scale[env_ids])
+
+    def sample_pushes(self) -> tuple[np.ndarray, np.ndarray] | None:
+        ids = np.flatnonzero(self.steps >= self.next_push)
+        if ids.size == 0:
+            return None
+        v = self.config.randomization.push_velocity
+        kick = np.zeros((ids.size, 3))
+        kick[:, :2] = self.rng.uniform(-v, v, (ids.size, 2))
+        self.push_vel[ids], self.last_push_step[ids] = kick, self.steps[ids]
+        self.next_push[ids] = self.steps[ids] + self._push_interval(ids.size)
+        return ids, kick
+
+    def after_step(self, action: np.ndarray) -> None:
+        super().after_step(action)
+        self.steps += 1
+        every = max(1, round(self.config.commands.resample_s / self.dt))
+        resample = np.flatnonzero(self.steps % every == 0)
+        if resample.size:
+            self.sample_commands(resample)
+
+    # -- actions -------------------------------------------------------------------------
+    def action_to_command(self, action: np.ndarray) -> np.ndarray:
+        """Leg targets q₀ + scale·a (delayed by each env's action delay); upper body at ``upper_targets``."""
+        self.action_history = np.roll(self.action_history, 1, axis=0)
+        self.action_history[0] = np.clip(action, -10.0, 10.0)
+        applied = self.action_history[self.delay, np.arange(self.n_envs)]
+        targets = self.upper_targets()
+        targets[:, self.legs] = self.q0[self.legs] + self.config.legged.action_scale * applied
+        return targets[:, self.robot.actuated]
+
+    def upper_targets(self) -> np.ndarray:
+        """PD targets of all joints (n, j) before the legs are set: the default pose."""
+        return np.tile(self.q0, (self.n_envs, 1))
+
+    # -- observations --------------------------------------------------------------------
+    def gait_phase(self, state: RobotState) -> np.ndarray:
+        """Per-leg phase in [0, 1): (n, 2), left then right, half a period apart."""
+        phase = (state.time / self.config.legged.gait_period_s) % 1.0
+        return np.stack([phase, (phase + 0.5) % 1.0], axis=1)
+
+    def observe(self, state: RobotState) -> np.ndarray:
+        legs, phase = self.legs, self.gait_phase(state)[:, 0]
+        return np.concatenate([
+            0.25 * pelvis_ang_vel(state, self.mount),
+            projected_gravity(state, self.mount),
+            self.commands * np.array([2.0, 2.0, 0.25]),
+            state.joint_pos[:, legs] - self.q0[legs],
+            0.05 * state.joint_vel[:, legs],
+            self.last_action,
+            np.sin(2 * np.pi * phase)[:, None],
+            np.cos(2 * np.pi * phase)[:, None],
+        ], axis=1).astype(np.float32)
+
+    def privileged_observe(self, state: RobotState) -> np.ndarray:
+        p = state.privileged
+        fresh = (self.steps - self.last_push_step) * self.dt < 0.5
+        return np.concatenate([
+            p.base_lin_vel, p.base_pos[:, 2:3], p.contact_force / self.weight,
+            self.friction[:, None], self.added_mass[:, None], self.mass_scale[:, None],
+            self.push_vel * fresh[:, None], self.delay[:, None],
+        ], axis=1).astype(np.float32)
+
+    # -- terminations and rewards ----------------------------------------------------------
+    def _gravity(self, state: RobotState) -> np.ndarray:
+        """Ground-truth gravity direction in the base frame (rewards and terminations)."""
+        return quat_rotate_inverse(state.privileged.base_quat, np.array([0.0, 0.0, -1.0]))
+
+    def terminated(self, state: RobotState) -> np.ndarray:
+        tilt = np.linalg.norm(self._gravity(state)[:, :2], axis=1)
+        return (tilt > self.config.legged.fall_tilt) | (state.privileged.base_pos[:, 2] < self.config.legged.fall_height)
+
+    def reward(self, state: RobotState, action: np.ndarray):
+        total, terms = super().reward(state, action)
+        if self.config.legged.only_positive_rewards:
+            total = np.maximum(total, 0.0)
+        return total * self.dt, {k: v * self.dt for k, v in terms.items()}
+
+    def reward_tracking_lin_vel(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        err = np.sum((self.commands[:, :2] - state.privileged.base_lin_vel[:, :2]) ** 2, axis=1)
+        return np.exp(-err / self.config.legged.tracking_sigma)
+
+    def reward_tracking_ang_vel(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        err = (self.commands[:, 2] - state.privileged.base_ang_vel[:, 2]) ** 2
+        return np.exp(-err / self.config.legged.tracking_sigma)
+
+    def reward_lin_vel_z(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        return state.privileged.base_lin_vel[:, 2] ** 2
+
+    def reward_ang_vel_xy(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        return np.sum(state.privileged.base_ang_vel[:, :2] ** 2, axis=1)
+
+    def reward_orientation(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        return np.sum(self._gravity(state)[:, :2] ** 2, axis=1)
+
+    def reward_base_height(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        return (state.privileged.base_pos[:, 2] - self.config.legged.base_height_target) ** 2
+
+    def reward_action_rate(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        return np.sum((action - self.last_action) ** 2, axis=1)
+
+    def reward_torques(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        return np.sum(state.joint_torque[:, self.legs] ** 2, axis=1)
+
+    def reward_joint_limits(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        """Distance past the soft limits (the middle 90 % of each leg joint's range) [rad]."""
+        lo, hi = self.robot.lower[self.legs], self.robot.upper[self.legs]
+        mid, half = (lo + hi) / 2, 0.45 * (hi - lo)
+        q = state.joint_pos[:, self.legs]
+        return np.sum(np.clip(mid - half - q, 0, None) + np.clip(q - mid - half, 0, None), axis=1)
+
+    def reward_hip_pos(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        return np.sum(state.joint_pos[:, self.legs[HIP_ROLL_YAW]] ** 2, axis=1)
+
+    def _stance(self, state: RobotState) -> np.ndarray:
+        """(n, 2) bool: the gait clock wants each foot on the ground (always, for a zero command)."""
+        still = np.linalg.norm(self.commands, axis=1) < 0.1
+        return (self.gait_phase(state) < self.config.legged.stance_fraction) | still[:, None]
+
+    def reward_contact(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        """Number of feet whose contact matches the gait clock (0..2)."""
+        contact = state.privileged.contact_force > 1.0
+        return np.sum(contact == self._stance(state), axis=1).astype(np.float64)
+
+    def reward_feet_swing_height(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        """Squared error of swinging feet's height from the target [m²]."""
+        p = state.privileged
+        if p.foot_pos is None:
+            raise ValueError(f"{self.name}: the simulator reports no foot positions (feet_swing_height)")
+        swinging = p.contact_force < 1.0
+        return np.sum((p.foot_pos[:, :, 2] - self.config.legged.feet_swing_height) ** 2 * swinging, axis=1)
+
+    def reward_alive(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        return np.ones(state.n_envs)
+
+
+def robot_weight(robot: RobotSpec) -> float:
+    """Total weight [N] of the robot's model (normalizes contact forces)."""
+    import mujoco
+
+    return float(mujoco.MjModel.from_xml_path(str(robot.mjcf)).body_mass.sum()) * G

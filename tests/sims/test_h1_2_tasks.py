@@ -1,0 +1,170 @@
+"""h1_2-velocity and h1_2-stand: observations from the observed state only, commands, domain
+randomization, falls, motion clips, and every installed simulator."""
+
+import numpy as np
+import pytest
+
+from embody.robots import get_robot
+from embody.robots.motion import MotionClip, MotionError, generate_library
+from embody.sims import installed_simulators
+from embody.sims.base import UnsupportedTask
+from embody.sims.tasks.h1_2_stand import H1_2StandConfig
+from embody.sims.tasks.h1_2_velocity import H1_2VelocityConfig
+from embody.sims.vec_env import make_env
+
+SIMS = [pytest.param(s, marks=pytest.mark.genesis) if s == "genesis" else s for s in installed_simulators()]
+
+
+def velocity_env(n=4, **randomization):
+    cfg = H1_2VelocityConfig()
+    for k, v in randomization.items():
+        setattr(cfg.randomization, k, v)
+    return make_env("h1_2-velocity", n_envs=n, seed=0, config=cfg)
+
+
+def test_observation_layout_and_only_observed_state():
+    env = velocity_env()
+    obs, priv = env.reset()
+    assert obs.shape == (4, 47) and priv.shape == (4, 13)
+    for _ in range(5):
+        obs, *_ = env.step(np.full((4, 12), 0.3))
+    state = env.sim.state()
+    # the policy's observation is the same whether or not the simulator's ground truth is there
+    np.testing.assert_array_equal(env.task.observe(state.observed()), env.task.observe(state))
+    np.testing.assert_allclose(obs[:, 33:45], 0.3)  # last action
+    phase = 2 * np.pi * state.time / 0.8
+    np.testing.assert_allclose(obs[:, 45], np.sin(phase), atol=1e-6)
+    np.testing.assert_allclose(obs[:, 46], np.cos(phase), atol=1e-6)
+    # upright at rest: gravity straight down in the base frame, from the IMU
+    np.testing.assert_allclose(obs[:, 3:6], np.tile([0, 0, -1.0], (4, 1)), atol=0.1)
+
+
+def test_commands_are_sampled_in_range_and_out_of_range_ones_refused():
+    env = velocity_env(n=64)
+    env.reset()
+    cmd, c = env.task.commands, env.task.config.commands
+    assert (cmd[:, 0] >= c.lin_vel_x[0]).all() and (cmd[:, 0] <= c.lin_vel_x[1]).all()
+    assert (cmd[:, 2] >= c.yaw_rate[0]).all() and (cmd[:, 2] <= c.yaw_rate[1]).all()
+    env.task.set_commands(np.array([0]), np.array([[0.5, 0.0, -0.2]]))
+    np.testing.assert_array_equal(env.task.commands[0], [0.5, 0.0, -0.2])
+    with pytest.raises(ValueError, match=r"vx = 3 lies outside the trained range \[-1, 1\]"):
+        env.task.set_commands(np.array([0]), np.array([[3.0, 0.0, 0.0]]))
+    with pytest.raises(ValueError, match="finite"):
+        env.task.set_commands(np.array([0]), np.array([[np.nan, 0.0, 0.0]]))
+
+
+def test_domain_randomization_reaches_the_simulator_and_the_privileged_observation():
+    env = velocity_env(n=16, push_interval_s=(0.1, 0.1), push_velocity=1.0)
+    _, priv = env.reset()
+    task, r = env.task, env.task.config.randomization
+    assert (task.friction >= r.friction[0]).all() and (task.friction <= r.friction[1]).all()
+    assert task.friction.std() > 0 and task.added_mass.std() > 0
+    np.testing.assert_allclose(priv[:, 6], task.friction, rtol=1e-6)
+    masses = np.array([m.body_mass.sum() for m in env.sim._models])
+    nominal = env.sim.model.body_mass.sum()
+    np.testing.assert_allclose(masses, nominal * task.mass_scale + task.added_mass, rtol=1e-9)
+    for _ in range(7):  # pushes every 0.1 s = 5 control steps, the first before step 6
+        _, _, _, _, info = env.step(np.zeros((16, 12)))
+    push = info.privileged_obs[:, 9:12]
+    assert (np.abs(push[:, :2]) > 0).any() and (push[:, 2] == 0).all()
+
+
+def test_action_delay_applies_the_previous_action():
+    env = velocity_env(n=2, action_delay_steps=1)
+    env.reset()
+    env.task.delay[:] = [0, 1]
+    a1, a2 = np.full((2, 12), 0.4), np.full((2, 12), -0.4)
+    env.task.action_to_command(a1)
+    cmd = env.task.action_to_command(a2)
+    legs, q0, s = env.task.legs, env.task.q0, env.task.config.legged.action_scale
+    np.testing.assert_allclose(cmd[0, legs], q0[legs] - 0.4 * s)
+    np.testing.assert_allclose(cmd[1, legs], q0[legs] + 0.4 * s)
+
+
+def test_a_fall_terminates_the_episode():
+    env = velocity_env(n=2, enabled=False)
+    env.reset()
+    tilted = env.task.reset_distribution(np.array([1]))
+    tilted.base_quat = np.array([[np.cos(0.5), np.sin(0.5), 0.0, 0.0]])  # 57° roll
+    env.sim.reset(np.array([1]), tilted)
+    _, _, terminated, _, info = env.step(np.zeros((2, 12)))
+    assert terminated.tolist() == [False, True]
+    assert len(info.episode_length) == 1
+
+
+def test_reward_terms_are_finite_and_weighted_per_second():
+    env = velocity_env(n=8)
+    env.reset()
+    _, reward, _, _, info = env.step(np.random.default_rng(0).uniform(-1, 1, (8, 12)))
+    assert np.isfinite(reward).all() and (reward >= 0).all()  # only_positive_rewards
+    assert set(info.reward_terms) == set(env.task.config.reward_weights)
+    assert info.reward_terms["alive"] == pytest.approx(0.15 * 0.02)
+
+
+def test_stand_plays_motion_clips_on_the_upper_body():
+    env = make_env("h1_2-stand", n_envs=3, seed=1)
+    obs, _ = env.reset()
+    assert obs.shape == (3, 77)
+    task = env.task
+    for _ in range(30):
+        env.step(np.zeros((3, 12)))
+    targets = task.upper_targets()
+    np.testing.assert_array_equal(targets[:, task.upper], task.frames[task.clip, task.frame])
+    np.testing.assert_array_equal(env.task.commands, 0.0)
+    # the PD follows the clip: joints near their targets of the last step
+    assert np.abs(env.sim.state().joint_pos[:, task.upper] - targets[:, task.upper]).max() < 0.5
+
+
+def test_stand_refuses_bad_clip_libraries(tmp_path):
+    spec = get_robot("h1_2")
+    cfg = H1_2StandConfig()
+    cfg.motion.library = str(tmp_path / "missing")
+    with pytest.raises(MotionError, match="missing"):
+        make_env("h1_2-stand", n_envs=1, config=cfg)
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "broken.safetensors").write_bytes(b"not a clip")
+    cfg.motion.library = str(tmp_path / "bad")
+    with pytest.raises(MotionError, match="broken.safetensors"):
+        make_env("h1_2-stand", n_envs=1, config=cfg)
+    (tmp_path / "foreign").mkdir()
+    MotionClip(("left_wing_joint",), 50.0, np.zeros((10, 1)), label="wings").save(tmp_path / "foreign" / "w.safetensors")
+    cfg.motion.library = str(tmp_path / "foreign")
+    with pytest.raises(MotionError, match="left_wing_joint"):
+        make_env("h1_2-stand", n_envs=1, config=cfg)
+    (tmp_path / "wild").mkdir()
+    clip = generate_library(spec)[0]
+    MotionClip(clip.joint_names, clip.fps, clip.joint_pos * 10, label="wild").save(tmp_path / "wild" / "w.safetensors")
+    cfg.motion.library = str(tmp_path / "wild")
+    with pytest.raises(MotionError, match="outside its range"):
+        make_env("h1_2-stand", n_envs=1, config=cfg)
+
+
+@pytest.mark.parametrize("task", ["h1_2-velocity", "h1_2-stand"])
+@pytest.mark.parametrize("sim_name", SIMS)
+def test_runs_on_every_simulator(task, sim_name):
+    try:
+        env = make_env(task, sim_name, n_envs=2, seed=0)
+    except UnsupportedTask as e:  # randomization needs capabilities; without it the task must run
+        assert "physics_params" in str(e) or "push" in str(e)
+        cfg = (H1_2VelocityConfig if task == "h1_2-velocity" else H1_2StandConfig)()
+        cfg.randomization.enabled = False
+        env = make_env(task, sim_name, n_envs=2, seed=0, config=cfg)
+    obs, priv = env.reset()
+    for _ in range(5):
+        obs, reward, *_ = env.step(np.zeros((2, env.action_size)))
+    assert np.isfinite(obs).all() and np.isfinite(reward).all()
+    assert abs(obs[:, 5].mean() + 1) < 0.1  # still upright after 0.1 s
+    env.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", ["h1_2-velocity", "h1_2-stand"])
+def test_short_training_outlives_a_random_policy(task, tmp_path):
+    """CI's small version of the learning bar (the full one: embody bench learning --task TASK)."""
+    from embody.benchmarks.learning import random_baseline
+    from embody.train import resolve_config, train
+
+    cfg = resolve_config(task, overrides=["max_time_s=75", "video=false", "eval_episodes=16"])
+    summary = train(cfg, tmp_path / "run")
+    baseline = random_baseline(task, [])
+    assert summary["length_mean"] > 1.5 * baseline["length_mean"], (summary, baseline)
