@@ -1,4 +1,4 @@
-"""The ``embody`` command line: list, train, eval, video, sim2sim, bench."""
+"""The ``embody`` command line: list, train, distill, eval, video, sim2sim, bench."""
 
 from __future__ import annotations
 
@@ -47,6 +47,19 @@ def _cmd_train(args) -> int:
         if (out / "checkpoint").exists():
             raise SystemExit(f"embody train: {out} already holds a run; use --resume {out} or another --out")
     summary = train(cfg, out, resume=bool(args.resume))
+    print(json.dumps(summary, indent=2))
+    print(f"run written to {out}")
+    return 0
+
+
+def _cmd_distill(args) -> int:
+    from embody.distill import resolve_distill_config, run_distill
+
+    cfg = resolve_distill_config(args.task, args.scale, args.set or [], sim=args.sim, n_envs=args.envs, seed=args.seed)
+    out = Path(args.out or f"runs/{cfg.task}-distill-{time.strftime('%Y%m%d-%H%M%S')}")
+    if (out / "checkpoint").exists():
+        raise SystemExit(f"embody distill: {out} already holds a run; use another --out")
+    summary = run_distill(cfg, out)
     print(json.dumps(summary, indent=2))
     print(f"run written to {out}")
     return 0
@@ -105,6 +118,17 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--config", help="YAML file with TrainConfig values")
     t.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config value, e.g. ppo.lr=3e-4")
     t.set_defaults(fn=_cmd_train)
+
+    d = sub.add_parser("distill", help="distil a task's privileged scripted expert into a recurrent student (DAgger)")
+    d.add_argument("task", help="task with a scripted expert (peg-insert)")
+    d.add_argument("--scale", choices=["tiny", "paper"], default="tiny", help="tiny: < 3 min on 2 cores")
+    d.add_argument("--sim", help="simulator (default: mujoco)")
+    d.add_argument("--envs", type=int, help="number of parallel envs")
+    d.add_argument("--seed", type=int)
+    d.add_argument("--out", help="run directory (default: runs/TASK-distill-TIMESTAMP)")
+    d.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a DistillConfig value, e.g. dagger.iterations=8 or env.hole_xy_range=0.005")
+    d.set_defaults(fn=_cmd_distill)
 
     e = sub.add_parser("eval", help="evaluate a run's policy")
     e.add_argument("run")

@@ -32,17 +32,21 @@ class EvalResult:
 
 @torch.no_grad()
 def evaluate(env, policy, episodes: int, deterministic: bool = True, render: bool = False,
-             device: str = "cpu") -> EvalResult:
-    """Run ``episodes`` episodes over ``env``'s batch; env 0's first episode is rendered if asked."""
-    obs, _ = env.reset()
+             device: str = "cpu", privileged: bool = False) -> EvalResult:
+    """Run ``episodes`` episodes over ``env``'s batch; env 0's first episode is rendered if asked.
+    ``privileged``: the policy sees cat(obs, privileged obs) (n, o + p), as a teacher or scripted
+    expert does."""
+    obs, priv = env.reset()
     policy.reset()
     result = EvalResult([], [], [])
     recording = render
     if render:
         result.frames.append(env.render(np.array([0]))[0])
     while len(result.returns) < episodes:
-        action = policy.act(torch.as_tensor(obs, dtype=torch.float32, device=device), deterministic=deterministic)
+        x = np.concatenate([obs, priv], axis=-1) if privileged else obs
+        action = policy.act(torch.as_tensor(x, dtype=torch.float32, device=device), deterministic=deterministic)
         obs, _, terminated, truncated, info = env.step(action.cpu().numpy())
+        priv = info.privileged_obs
         done = terminated | truncated
         if recording:
             if done[0]:

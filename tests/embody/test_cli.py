@@ -22,7 +22,7 @@ def test_list_names_everything(capsys):
 
 def test_unknown_names_are_one_clear_line():
     r = run("train", "cartpole-swingdown")
-    assert r.returncode == 2 and "unknown task 'cartpole-swingdown'; valid: cartpole-swingup" in r.stderr
+    assert r.returncode == 2 and "unknown task 'cartpole-swingdown'; valid: arm-reach, cartpole-swingup" in r.stderr
     r = run("train", "cartpole-swingup", "--sim", "nosim", "--steps", "10")
     assert r.returncode == 2 and "unknown simulator 'nosim'" in r.stderr
     r = run("eval", "/nonexistent/run")
