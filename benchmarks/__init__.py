@@ -12,6 +12,7 @@ BENCHMARKS = {
     "core": "embody.benchmarks.core",
     "learning": "embody.benchmarks.learning",
     "sims": "embody.benchmarks.sims",
+    "tasks": "embody.benchmarks.tasks",
 }
 
 

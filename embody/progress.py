@@ -9,8 +9,10 @@ import time
 class Progress:
     """``update(done, **metrics)`` redraws one line on a TTY and prints every ``every`` s otherwise."""
 
-    def __init__(self, total: float, label: str = "", unit: str = "steps", stream=None, every: float = 10.0):
+    def __init__(self, total: float, label: str = "", unit: str = "steps", stream=None, every: float = 10.0,
+                 max_time_s: float = 0.0):
         self.total, self.label, self.unit = total, label, unit
+        self.max_time_s = max_time_s  # a wall-clock budget that may end the work first (0: none)
         self.stream = stream or sys.stderr
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.every = 0.2 if self.tty else every
@@ -23,6 +25,8 @@ class Progress:
         rate = self.done / elapsed if elapsed > 0 else 0.0
         eta = (self.total - self.done) / rate if rate > 0 else float("inf")
         frac = min(self.done / self.total, 1.0) if self.total else 1.0
+        if self.max_time_s and self.max_time_s - elapsed < eta:  # the time budget ends it first
+            eta, frac = max(self.max_time_s - elapsed, 0.0), min(elapsed / self.max_time_s, 1.0)
         bar = "#" * int(20 * frac) + "-" * (20 - int(20 * frac))
         extra = " ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in metrics.items())
         return (f"{self.label} [{bar}] {frac:5.1%} {self.done:,.0f}/{self.total:,.0f} {self.unit} "

@@ -26,14 +26,15 @@ def compare(run: Path, sims: list[str], episodes: int = 10) -> list[dict]:
 def write_report(rows: list[dict], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(rows, indent=2))
-    lines = ["| sim | episodes | return (mean ± std) | of max | vs. trained sim | length | terminated |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| sim | episodes | return (mean ± std) | of max | vs. trained sim | length | terminated | success |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         frac = f"{r['return_fraction_of_max']:.1%}" if "return_fraction_of_max" in r else "—"
         rel = f"{r['return_vs_trained_sim']:.2f}×" if r["return_vs_trained_sim"] is not None else "—"
         lines.append(f"| {r['sim']}{' (trained)' if r['sim'] == r['trained_on'] else ''} | {r['episodes']} | "
                      f"{r['return_mean']:.1f} ± {r['return_std']:.1f} | {frac} | {rel} | "
-                     f"{r['length_mean']:.0f} | {r['terminated_fraction']:.0%} |")
+                     f"{r['length_mean']:.0f} | {r['terminated_fraction']:.0%} | "
+                     f"{format(r['success_rate'], '.0%') if 'success_rate' in r else '—'} |")
     (out / "report.md").write_text("\n".join(lines) + "\n")
     _plot(rows, out / "returns.png")
 

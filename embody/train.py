@@ -103,7 +103,7 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False) -> dict:
         ppo.set_lr(ckpt.meta.get("lr", cfg.ppo.lr))
     log = MetricsLog(out)
     time_offset = ckpt.meta.get("time_s", 0.0) if resume else 0.0
-    progress = Progress(cfg.steps, label=f"train {cfg.task}")
+    progress = Progress(cfg.steps, label=f"train {cfg.task}", max_time_s=cfg.max_time_s)
     progress.update(ppo.env_steps, force=True)
 
     def save(m: dict) -> None:

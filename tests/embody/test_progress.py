@@ -9,3 +9,11 @@ def test_progress_line_has_rate_eta_and_metrics():
     p.update(500, ret=12.5)
     line = out.getvalue()
     assert "50.0%" in line and "steps/s" in line and "<" in line and "ret 12.5" in line
+
+
+def test_a_time_budget_that_ends_first_sets_the_eta():
+    out = io.StringIO()
+    p = Progress(10**9, label="train", stream=out, every=0, max_time_s=120)
+    p.start -= 30  # 30 s in, far from the step total
+    p.update(1000)
+    assert "] 25.0% " in out.getvalue() and "< 01:29 |" in out.getvalue()
