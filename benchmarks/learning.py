@@ -29,24 +29,38 @@ def random_baseline(task: str, overrides: list[str]) -> dict:
     from embody.policies.evaluate import evaluate
     from embody.train import build_env, resolve_config
 
-    env = build_env(resolve_config(task, overrides=overrides), n_envs=16, seed=12345)
+    env = build_env(resolve_config(task, overrides=overrides), n_envs=16, seed=12345, evaluation=True)
     result = evaluate(env, RandomPolicy(env.observation_size, env.action_size), EVAL_EPISODES)
     env.close()
     return result.summary(env.task.max_episode_return)
 
 
-def run_seed(task: str, seed: int, budget_s: float, steps: int | None, overrides: list[str], keep: Path | None) -> dict:
-    from embody.train import resolve_config, train
+def run_seed(task: str, seed: int, budget_s: float, steps: int | None, overrides: list[str], keep: Path | None,
+             evaluate_only: bool = False) -> dict:
+    from embody.train import evaluate_run, resolve_config, train
 
     cfg = resolve_config(task, overrides=overrides, seed=seed, steps=steps)
     cfg.eval_episodes, cfg.max_time_s = EVAL_EPISODES, budget_s
     cfg.video = keep is not None
     with tempfile.TemporaryDirectory() as tmp:
         out = (keep / f"seed{seed}") if keep else Path(tmp) / "run"
-        summary = train(cfg, out)
+        summary = evaluate_run(out, EVAL_EPISODES) if evaluate_only else train(cfg, out)
         rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     return {"seed": seed, "train_s": rows[-1]["time_s"], "env_steps": rows[-1]["env_steps"],
-            "steps_per_s": rows[-1]["steps_per_s"], "eval": summary, "run": str(out) if keep else None}
+            "steps_per_s": rows[-1]["steps_per_s"], "eval": summary, "run": str(out) if keep else None,
+            "metrics": rows}
+
+
+def time_to_bar(bar: tuple[str, float], rows: list[dict], baseline: dict) -> float | None:
+    """Training time [s] at which the training metric (last 100 episodes, stochastic policy) first met the bar."""
+    kind, value = bar
+    if kind == "return":
+        key, level = "episode_return", value * (baseline.get("max_return") or float("inf"))
+    elif kind == "length":
+        key, level = "episode_length", value * baseline["length_mean"]
+    else:
+        return None
+    return next((r["time_s"] for r in rows if (r.get(key) or 0) >= level), None)
 
 
 def passes(bar: tuple[str, float], summary: dict, baseline: dict) -> bool:
@@ -67,20 +81,28 @@ def main(argv: list[str]) -> int:
     p.add_argument("--steps", type=int, default=None, help="env steps per seed (default: the task's)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="training config override, as for embody train")
-    p.add_argument("--keep", help="keep each seed's run directory under KEY/seedN (for embody eval / sim2sim)")
+    p.add_argument("--keep", help="keep each seed's run directory under DIR/seedN (for embody eval / sim2sim)")
+    p.add_argument("--evaluate-only", action="store_true", help="re-evaluate the runs kept under --keep, no training")
     p.add_argument("--out", help="directory for results.json")
     args = p.parse_args(argv)
     keep = Path(args.keep) if args.keep else None
+    if args.evaluate_only and keep is None:
+        p.error("--evaluate-only needs --keep DIR")
     baseline = random_baseline(args.task, args.overrides)
-    rows = [run_seed(args.task, s, args.budget, args.steps, args.overrides, keep) for s in range(args.seeds)]
+    rows = [run_seed(args.task, s, args.budget, args.steps, args.overrides, keep, args.evaluate_only)
+            for s in range(args.seeds)]
     bar = BARS[args.task]
+    for r in rows:
+        r["time_to_bar_s"] = time_to_bar(bar, r.pop("metrics"), baseline)
     print(f"\n{args.task}, PPO, {os.cpu_count()} cores, budget {args.budget:.0f} s per seed; bar: {bar[0]} {bar[1]:g}")
-    print(f"{'seed':>6} {'train s':>8} {'env steps':>11} {'steps/s':>8} {'return':>9} {'length':>7} {'success':>8} {'bar':>5}")
+    print(f"{'seed':>6} {'train s':>8} {'env steps':>11} {'steps/s':>8} {'t→bar s':>8} {'return':>9} {'length':>7} "
+          f"{'success':>8} {'bar':>5}")
     for r in [{"seed": "random", "eval": baseline}, *rows]:
         e = r["eval"]
         succ = f"{e['success_rate']:.0%}" if "success_rate" in e else "—"
-        train_cols = (f"{r['train_s']:>8.0f} {r['env_steps']:>11,} {r['steps_per_s']:>8,.0f}" if "train_s" in r
-                      else f"{'':>8} {'':>11} {'':>8}")
+        t_bar = "—" if r.get("time_to_bar_s") is None else f"{r['time_to_bar_s']:.0f}"
+        train_cols = (f"{r['train_s']:>8.0f} {r['env_steps']:>11,} {r['steps_per_s']:>8,.0f} {t_bar:>8}"
+                      if "train_s" in r else f"{'':>8} {'':>11} {'':>8} {'':>8}")
         verdict = "" if r["seed"] == "random" else ("PASS" if passes(bar, e, baseline) else "BELOW")
         print(f"{r['seed']:>6} {train_cols} {e['return_mean']:>9.2f} {e['length_mean']:>7.1f} {succ:>8} {verdict:>5}")
     ok = all(passes(bar, r["eval"], baseline) for r in rows) and all(r["train_s"] <= args.budget + 60 for r in rows)

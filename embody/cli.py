@@ -30,12 +30,15 @@ def _cmd_list(args) -> int:
 
 
 def _cmd_train(args) -> int:
+    from embody.config import apply_override, parse_override
     from embody.train import load_run, resolve_config, train
 
     if args.resume:
         cfg, _ = load_run(Path(args.resume))
         if args.steps:
             cfg.steps = args.steps
+        for text in args.set or []:  # e.g. a longer max_time_s
+            apply_override(cfg, *parse_override(text))
         out = Path(args.resume)
         print(f"resuming {out} to {cfg.steps:,} env steps", file=sys.stderr)
     else:
@@ -68,7 +71,7 @@ def _cmd_distill(args) -> int:
 def _cmd_eval(args) -> int:
     from embody.train import evaluate_run
 
-    summary = evaluate_run(Path(args.run), episodes=args.episodes, sim=args.sim)
+    summary = evaluate_run(Path(args.run), episodes=args.episodes, sim=args.sim, overrides=args.set or [])
     print(json.dumps(summary, indent=2))
     return 0
 
@@ -86,7 +89,7 @@ def _cmd_sim2sim(args) -> int:
     from embody.sims import installed_simulators
 
     sims = args.sim or installed_simulators()
-    rows = compare(Path(args.run), sims, episodes=args.episodes)
+    rows = compare(Path(args.run), sims, episodes=args.episodes, overrides=args.set or [])
     out = Path(args.out or Path(args.run) / "sim2sim")
     write_report(rows, out)
     print((out / "report.md").read_text(), end="")
@@ -134,6 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("run")
     e.add_argument("--sim", help="evaluate on another simulator (sim-to-sim)")
     e.add_argument("--episodes", type=int, default=10)
+    e.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override the run's config for evaluation, e.g. env.randomization.enabled=false")
     e.set_defaults(fn=_cmd_eval)
 
     v = sub.add_parser("video", help="record an MP4 of a run's policy")
@@ -147,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--sim", action="append", help="a simulator to include (repeatable; default: every installed one)")
     s.add_argument("--episodes", type=int, default=10)
     s.add_argument("--out", help="report directory (default: RUN/sim2sim)")
+    s.add_argument("--set", action="append", metavar="KEY=VALUE", help="override the run's config for evaluation")
     s.set_defaults(fn=_cmd_sim2sim)
 
     b = sub.add_parser("bench", help="benchmarks against peers (embody bench core)")

@@ -148,7 +148,7 @@ def run_distill(cfg: DistillConfig, out: Path) -> dict:
     save_checkpoint(out / "checkpoint", student, policy_spec(env), meta)
     env.close()
 
-    eval_env = build_env(tcfg, n_envs=min(16, cfg.eval_episodes), seed=12345)
+    eval_env = build_env(tcfg, n_envs=min(16, cfg.eval_episodes), seed=12345, evaluation=True)
     result = {"task": cfg.task, "sim": cfg.sim, "distill_time_s": meta["time_s"],
               "student": evaluate_policy(eval_env, student, cfg.eval_episodes, privileged=False)}
     for role, name in (("teacher", cfg.teacher), ("expert", cfg.reference)):

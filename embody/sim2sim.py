@@ -10,16 +10,25 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from embody.sims.base import UnsupportedTask
 from embody.train import evaluate_run, load_run
 
 
-def compare(run: Path, sims: list[str], episodes: int = 10) -> list[dict]:
+def compare(run: Path, sims: list[str], episodes: int = 10, overrides: list[str] = ()) -> list[dict]:
+    """One row per simulator; a simulator that cannot serve the task gets a row saying why."""
     cfg, _ = load_run(run)
-    rows = [evaluate_run(run, episodes=episodes, sim=s) for s in sims]
-    base = next((r for r in rows if r["sim"] == cfg.sim), rows[0])
+    rows = []
+    for sim in sims:
+        try:
+            rows.append(evaluate_run(run, episodes=episodes, sim=sim, overrides=overrides))
+        except UnsupportedTask as e:
+            rows.append({"task": cfg.task, "sim": sim, "unsupported": str(e)})
+    done = [r for r in rows if "unsupported" not in r]
+    base = next((r for r in done if r["sim"] == cfg.sim), done[0] if done else None)
     for r in rows:
         r["trained_on"] = cfg.sim
-        r["return_vs_trained_sim"] = r["return_mean"] / base["return_mean"] if base["return_mean"] else None
+        if base is not None and "unsupported" not in r:
+            r["return_vs_trained_sim"] = r["return_mean"] / base["return_mean"] if base["return_mean"] else None
     return rows
 
 
@@ -29,6 +38,9 @@ def write_report(rows: list[dict], out: Path) -> None:
     lines = ["| sim | episodes | return (mean ± std) | of max | vs. trained sim | length | terminated | success |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        if "unsupported" in r:
+            lines.append(f"| {r['sim']} | unsupported: {r['unsupported']} |||||||")
+            continue
         frac = f"{r['return_fraction_of_max']:.1%}" if "return_fraction_of_max" in r else "—"
         rel = f"{r['return_vs_trained_sim']:.2f}×" if r["return_vs_trained_sim"] is not None else "—"
         lines.append(f"| {r['sim']}{' (trained)' if r['sim'] == r['trained_on'] else ''} | {r['episodes']} | "
@@ -36,7 +48,8 @@ def write_report(rows: list[dict], out: Path) -> None:
                      f"{r['length_mean']:.0f} | {r['terminated_fraction']:.0%} | "
                      f"{format(r['success_rate'], '.0%') if 'success_rate' in r else '—'} |")
     (out / "report.md").write_text("\n".join(lines) + "\n")
-    _plot(rows, out / "returns.png")
+    if any("unsupported" not in r for r in rows):
+        _plot(rows, out / "returns.png")
 
 
 def _plot(rows: list[dict], path: Path) -> None:
@@ -45,6 +58,7 @@ def _plot(rows: list[dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    rows = [r for r in rows if "unsupported" not in r]
     fig, ax = plt.subplots(figsize=(1.6 * len(rows) + 2, 3))
     ax.bar([r["sim"] for r in rows], [r["return_mean"] for r in rows], yerr=[r["return_std"] for r in rows],
            color=["tab:blue" if r["sim"] == r["trained_on"] else "tab:gray" for r in rows], capsize=4)

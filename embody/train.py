@@ -65,11 +65,13 @@ def _deep_merge(base: dict, update: dict) -> dict:
     return out
 
 
-def build_env(cfg: TrainConfig, n_envs: int | None = None, sim: str | None = None, seed: int | None = None) -> VecEnv:
+def build_env(cfg: TrainConfig, n_envs: int | None = None, sim: str | None = None, seed: int | None = None,
+              evaluation: bool = False) -> VecEnv:
+    """The run's env; ``evaluation``: without staggered resets, so every episode may run its full length."""
     task_cls = TASKS.get(cfg.task)
     task_cfg = from_dict(task_cls.config_class, cfg.env, "env")
     return make_env(cfg.task, sim or cfg.sim, n_envs or cfg.n_envs, cfg.seed if seed is None else seed,
-                    staggered=cfg.staggered_resets, config=task_cfg)
+                    staggered=cfg.staggered_resets and not evaluation, config=task_cfg)
 
 
 def policy_spec(env: VecEnv) -> dict:
@@ -103,7 +105,7 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False) -> dict:
         ppo.set_lr(ckpt.meta.get("lr", cfg.ppo.lr))
     log = MetricsLog(out)
     time_offset = ckpt.meta.get("time_s", 0.0) if resume else 0.0
-    progress = Progress(cfg.steps, label=f"train {cfg.task}", max_time_s=cfg.max_time_s)
+    progress = Progress(cfg.steps, label=f"train {cfg.task}", max_time_s=max(cfg.max_time_s - time_offset, 0.0))
     progress.update(ppo.env_steps, force=True)
 
     def save(m: dict) -> None:
@@ -148,9 +150,14 @@ def load_run(run: Path) -> tuple[TrainConfig, Path]:
     return from_dict(TrainConfig, raw, str(run / "config.yaml")), run / "checkpoint"
 
 
-def evaluate_run(run: Path, episodes: int = 10, sim: str | None = None, n_envs: int = 16, seed: int = 12345) -> dict:
+def evaluate_run(run: Path, episodes: int = 10, sim: str | None = None, n_envs: int = 16, seed: int = 12345,
+                 overrides: list[str] = ()) -> dict:
+    """Deterministic evaluation of a run's checkpoint; ``overrides`` (``key=value``) adjust its config,
+    e.g. ``env.randomization.enabled=false`` or a sensor source another simulator offers."""
     cfg, ckpt_dir = load_run(run)
-    env = build_env(cfg, n_envs=min(n_envs, episodes), sim=sim, seed=seed)
+    for text in overrides:
+        apply_override(cfg, *parse_override(text))
+    env = build_env(cfg, n_envs=min(n_envs, episodes), sim=sim, seed=seed, evaluation=True)
     ckpt = load_checkpoint(ckpt_dir, expect_spec=policy_spec(env))
     start = time.perf_counter()
     result = evaluate(env, ckpt.policy, episodes)
@@ -162,7 +169,7 @@ def evaluate_run(run: Path, episodes: int = 10, sim: str | None = None, n_envs: 
 
 def record_video(run: Path, path: Path, sim: str | None = None, seed: int = 12345) -> Path:
     cfg, ckpt_dir = load_run(run)
-    env = build_env(cfg, n_envs=1, sim=sim, seed=seed)
+    env = build_env(cfg, n_envs=1, sim=sim, seed=seed, evaluation=True)
     ckpt = load_checkpoint(ckpt_dir, expect_spec=policy_spec(env))
     result = evaluate(env, ckpt.policy, episodes=1, render=True)
     with VideoWriter(path, fps=1.0 / env.sim.dt) as video:

@@ -5,7 +5,8 @@ observation in ``info["final_obs"]`` so that PPO can bootstrap truncated episode
 
 Staggered resets (``staggered=True``): on the first reset every env starts with a random
 step counter in [0, max_episode_steps), so that time-limit truncations, and therefore resets,
-are spread over the horizon instead of happening in lockstep.
+are spread over the horizon instead of happening in lockstep. Reported episode lengths count
+the steps actually taken, not the staggered counter. Evaluation runs unstaggered.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class VecEnv:
         self.staggered, self.reward_fn = staggered, reward_fn
         self.rng = np.random.default_rng(seed)
         self.episode_step = np.zeros(self.n_envs, dtype=np.int64)
+        self.episode_length = np.zeros(self.n_envs, dtype=np.int64)  # steps since reset (episode_step may be staggered)
         self.episode_return = np.zeros(self.n_envs)
         self.diverged_total = 0
 
@@ -78,6 +80,7 @@ class VecEnv:
             self.sim.reset(ids, self.task.reset_distribution(ids))
             self.task.on_reset(ids)
             self.episode_step[ids] = 0
+            self.episode_length[ids] = 0
             self.episode_return[ids] = 0.0
 
     def reset(self) -> tuple[np.ndarray, np.ndarray]:
@@ -104,12 +107,13 @@ class VecEnv:
         reward = np.where(diverged, 0.0, reward)
         terminated = self.task.terminated(state) | diverged
         self.episode_step += 1
+        self.episode_length += 1
         truncated = (self.episode_step >= self.max_episode_steps) & ~terminated
         self.episode_return += reward
         obs, priv = self.task.observe(state), self.task.privileged_observe(state)
         done = np.flatnonzero(terminated | truncated)
         success = self.task.success(state) if done.size else None
-        info = StepInfo(priv, obs, priv, self.episode_return[done].copy(), self.episode_step[done].copy(),
+        info = StepInfo(priv, obs, priv, self.episode_return[done].copy(), self.episode_length[done].copy(),
                         None if success is None else success[done] & ~diverged[done],
                         {k: float(v.mean()) for k, v in terms.items()}, diverged.copy())
         if done.size:

@@ -55,11 +55,12 @@ def test_train_eval_video_resume(tmp_path):
     assert next(x for x in report if x["sim"] == "mujoco")["return_vs_trained_sim"] == 1.0
 
     rows_before = len((out / "metrics.jsonl").read_text().splitlines())
-    r = run("train", "--resume", str(out), "--steps", "4096")
+    r = run("train", "--resume", str(out), "--steps", "4096", "--set", "eval_episodes=3")
     assert r.returncode == 0, r.stderr
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     assert len(rows) > rows_before and rows[-1]["env_steps"] >= 4096
     assert rows[-1]["iteration"] == rows[rows_before - 1]["iteration"] + (len(rows) - rows_before)
+    assert "eval_episodes: 3" in (out / "config.yaml").read_text()  # --set applies on resume
 
     r = run("train", "cartpole-swingup", "--out", str(out), "--steps", "10")
     assert r.returncode != 0 and "--resume" in r.stderr

@@ -31,11 +31,13 @@ def test_truncation_resets_in_the_same_step_and_returns_final_obs():
 def test_staggered_resets_spread_episode_ends():
     env = short_cartpole(n=64, steps=50, staggered=True)
     env.reset()
-    ends = []
+    ends, lengths = [], []
     for t in range(50):
-        *_, truncated, _ = env.step(np.zeros((64, 1)))
+        *_, truncated, info = env.step(np.zeros((64, 1)))
         ends.append(int(truncated.sum()))
+        lengths += [(t + 1, n) for n in info.episode_length]
     assert max(ends) < 16 and sum(ends) == 64  # synchronous resets would end all 64 at once
+    assert all(n == t for t, n in lengths)  # reported lengths are steps taken, not the staggered counter
 
 
 def test_non_finite_actions_terminate_and_reset_never_propagate():
