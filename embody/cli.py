@@ -30,15 +30,14 @@ def _cmd_list(args) -> int:
 
 
 def _cmd_train(args) -> int:
-    from embody.config import apply_override, parse_override
+    from embody.config import apply_overrides
     from embody.train import load_run, resolve_config, train
 
     if args.resume:
         cfg, _ = load_run(Path(args.resume))
         if args.steps:
             cfg.steps = args.steps
-        for text in args.set or []:  # e.g. a longer max_time_s
-            apply_override(cfg, *parse_override(text))
+        apply_overrides(cfg, texts=args.set or [])  # e.g. a longer max_time_s
         out = Path(args.resume)
         print(f"resuming {out} to {cfg.steps:,} env steps", file=sys.stderr)
     else:

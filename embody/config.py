@@ -11,7 +11,7 @@ import dataclasses
 import types
 import typing
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import yaml
 
@@ -143,3 +143,13 @@ def load_yaml(path: str | Path) -> dict:
 
 def save_yaml(obj: Any, path: str | Path) -> None:
     Path(path).write_text(yaml.safe_dump(to_dict(obj), sort_keys=False))
+
+
+def apply_overrides(cfg: Any, flags: dict[str, Any] | None = None, texts: Iterable[str] = ()) -> Any:
+    """Apply ``flags`` (dotted key -> value; None values skipped), then ``key=value`` texts, in place."""
+    for key, value in (flags or {}).items():
+        if value is not None:
+            apply_override(cfg, key, value)
+    for text in texts:
+        apply_override(cfg, *parse_override(text))
+    return cfg

@@ -78,7 +78,7 @@ class DistillConfig:
 
 def resolve_distill_config(task: str, scale: str = "tiny", overrides: list[str] = (), **flags) -> DistillConfig:
     """Defaults < the scale's settings < flags < ``--set`` overrides."""
-    from embody.config import apply_override, parse_override
+    from embody.config import apply_override, apply_overrides
 
     if task not in EXPERTS:
         raise ConfigError(f"no scripted expert for task {task!r}; tasks with one: {sorted(EXPERTS)}")
@@ -89,12 +89,7 @@ def resolve_distill_config(task: str, scale: str = "tiny", overrides: list[str] 
     cfg.teacher, cfg.reference = teacher, reference
     for key, value in SCALES[scale].items():
         apply_override(cfg, key, value)
-    for key, value in flags.items():
-        if value is not None:
-            apply_override(cfg, key, value)
-    for text in overrides:
-        apply_override(cfg, *parse_override(text))
-    return cfg
+    return apply_overrides(cfg, flags, overrides)
 
 
 def train_config(cfg: DistillConfig) -> TrainConfig:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from embody.config import ConfigError, apply_override, from_dict, load_yaml, parse_override, save_yaml, to_dict
+from embody.config import ConfigError, apply_override, apply_overrides, from_dict, load_yaml, save_yaml, to_dict
 from embody.policies.actor_critic import ActorCritic, ActorCriticConfig
 from embody.policies.checkpoint import load_checkpoint, save_checkpoint
 from embody.policies.evaluate import evaluate
@@ -50,12 +50,7 @@ def resolve_config(task: str, file: str | None = None, overrides: list[str] = ()
         apply_override(cfg, key, value)
     if file:
         cfg = from_dict(TrainConfig, _deep_merge(to_dict(cfg), load_yaml(file)), str(file))
-    for key, value in flags.items():
-        if value is not None:
-            apply_override(cfg, key, value)
-    for text in overrides:
-        apply_override(cfg, *parse_override(text))
-    return cfg
+    return apply_overrides(cfg, flags, overrides)
 
 
 def _deep_merge(base: dict, update: dict) -> dict:
@@ -155,8 +150,7 @@ def evaluate_run(run: Path, episodes: int = 10, sim: str | None = None, n_envs: 
     """Deterministic evaluation of a run's checkpoint; ``overrides`` (``key=value``) adjust its config,
     e.g. ``env.randomization.enabled=false`` or a sensor source another simulator offers."""
     cfg, ckpt_dir = load_run(run)
-    for text in overrides:
-        apply_override(cfg, *parse_override(text))
+    apply_overrides(cfg, texts=overrides)
     env = build_env(cfg, n_envs=min(n_envs, episodes), sim=sim, seed=seed, evaluation=True)
     ckpt = load_checkpoint(ckpt_dir, expect_spec=policy_spec(env))
     start = time.perf_counter()

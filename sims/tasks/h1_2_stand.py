@@ -20,7 +20,7 @@ from embody.robots.motion import MotionClip, MotionError, generate_library, load
 
 from ..base import SimConfig
 from ..task import TaskConfig
-from .h1_2_velocity import Commands, H1_2Velocity, Legged, Randomization
+from .h1_2_velocity import REWARD_WEIGHTS, Commands, H1_2Velocity, Legged, Randomization
 
 
 @dataclass
@@ -32,11 +32,9 @@ class Motion:
 class H1_2StandConfig(TaskConfig):
     sim: SimConfig = field(default_factory=lambda: SimConfig(physics_dt=0.005, decimation=4))
     max_episode_steps: int = 1000  # 20 s
+    # standing still: no swing-height term (contact rewards both feet down for a zero command)
     reward_weights: dict[str, float] = field(default_factory=lambda: {
-        "tracking_lin_vel": 1.0, "tracking_ang_vel": 0.5, "lin_vel_z": -2.0, "ang_vel_xy": -0.05,
-        "orientation": -1.0, "base_height": -10.0, "action_rate": -0.01, "torques": -1e-5,
-        "joint_limits": -5.0, "hip_pos": -1.0, "contact": 0.18, "alive": 0.15,
-    })
+        k: w for k, w in REWARD_WEIGHTS.items() if k != "feet_swing_height"})
     commands: Commands = field(default_factory=lambda: Commands((0.0, 0.0), (0.0, 0.0), (0.0, 0.0), 1.0))
     legged: Legged = field(default_factory=Legged)
     randomization: Randomization = field(default_factory=Randomization)

@@ -50,6 +50,14 @@ class Randomization:
     action_delay_steps: int = 1  # each episode draws a delay in 0..this many control steps
 
 
+# per second (legged_gym's convention; unitree_rl_gym's H1-2 values plus a torque penalty)
+REWARD_WEIGHTS = {
+    "tracking_lin_vel": 1.0, "tracking_ang_vel": 0.5, "lin_vel_z": -2.0, "ang_vel_xy": -0.05,
+    "orientation": -1.0, "base_height": -10.0, "action_rate": -0.01, "torques": -1e-5,
+    "joint_limits": -5.0, "hip_pos": -1.0, "feet_swing_height": -20.0, "contact": 0.18, "alive": 0.15,
+}
+
+
 @dataclass
 class Commands:
     lin_vel_x: tuple[float, float] = (-1.0, 1.0)  # ranges [m/s, m/s, rad/s]
@@ -79,11 +87,7 @@ class Legged:
 class H1_2VelocityConfig(TaskConfig):
     sim: SimConfig = field(default_factory=lambda: SimConfig(physics_dt=0.005, decimation=4))
     max_episode_steps: int = 1000  # 20 s
-    reward_weights: dict[str, float] = field(default_factory=lambda: {
-        "tracking_lin_vel": 1.0, "tracking_ang_vel": 0.5, "lin_vel_z": -2.0, "ang_vel_xy": -0.05,
-        "orientation": -1.0, "base_height": -10.0, "action_rate": -0.01, "torques": -1e-5,
-        "joint_limits": -5.0, "hip_pos": -1.0, "feet_swing_height": -20.0, "contact": 0.18, "alive": 0.15,
-    })
+    reward_weights: dict[str, float] = field(default_factory=lambda: dict(REWARD_WEIGHTS))
     commands: Commands = field(default_factory=Commands)
     legged: Legged = field(default_factory=Legged)
     randomization: Randomization = field(default_factory=Randomization)
