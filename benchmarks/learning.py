@@ -63,6 +63,25 @@ def time_to_bar(bar: tuple[str, float], rows: list[dict], baseline: dict) -> flo
     return next((r["time_s"] for r in rows if (r.get(key) or 0) >= level), None)
 
 
+def plot_curves(task: str, curves: dict[int, list[dict]], path: Path) -> None:
+    """Training return (mean of the last 100 episodes) against wall-clock time, one line per seed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for seed, rows in curves.items():
+        ax.plot([r["time_s"] / 60 for r in rows], [r["episode_return"] for r in rows], label=f"seed {seed}")
+    ax.set_xlabel("training time [min]")
+    ax.set_ylabel("training return")
+    ax.set_title(f"{task}: PPO")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def passes(bar: tuple[str, float], summary: dict, baseline: dict) -> bool:
     kind, value = bar
     if kind == "return":
@@ -92,6 +111,7 @@ def main(argv: list[str]) -> int:
     rows = [run_seed(args.task, s, args.budget, args.steps, args.overrides, keep, args.evaluate_only)
             for s in range(args.seeds)]
     bar = BARS[args.task]
+    curves = {r["seed"]: r["metrics"] for r in rows}
     for r in rows:
         r["time_to_bar_s"] = time_to_bar(bar, r.pop("metrics"), baseline)
     print(f"\n{args.task}, PPO, {os.cpu_count()} cores, budget {args.budget:.0f} s per seed; bar: {bar[0]} {bar[1]:g}")
@@ -111,4 +131,5 @@ def main(argv: list[str]) -> int:
         Path(args.out).mkdir(parents=True, exist_ok=True)
         Path(args.out, "results.json").write_text(json.dumps({"task": args.task, "bar": bar, "random": baseline,
                                                               "seeds": rows}, indent=2))
+        plot_curves(args.task, curves, Path(args.out, "learning.png"))
     return 0

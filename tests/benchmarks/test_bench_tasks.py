@@ -41,3 +41,4 @@ def test_bench_learning_trains_evaluates_and_compares_with_random(tmp_path):
     assert result["random"]["episodes"] == 20 and result["random"]["length_mean"] == 250
     (seed,) = result["seeds"]
     assert seed["env_steps"] >= 20000 and math.isfinite(seed["eval"]["return_mean"])
+    assert (tmp_path / "learning.png").stat().st_size > 1000
