@@ -19,10 +19,11 @@ class Progress:
         self.start = time.perf_counter()
         self._last = -1e9
         self.done = 0.0
+        self.first: float | None = None  # the first update's count: a resumed run's rate excludes earlier work
 
     def line(self, **metrics) -> str:
         elapsed = time.perf_counter() - self.start
-        rate = self.done / elapsed if elapsed > 0 else 0.0
+        rate = (self.done - (self.first or 0.0)) / elapsed if elapsed > 0 else 0.0
         eta = (self.total - self.done) / rate if rate > 0 else float("inf")
         frac = min(self.done / self.total, 1.0) if self.total else 1.0
         if self.max_time_s and self.max_time_s - elapsed < eta:  # the time budget ends it first
@@ -34,6 +35,8 @@ class Progress:
 
     def update(self, done: float, force: bool = False, **metrics) -> None:
         self.done = done
+        if self.first is None:
+            self.first = done
         now = time.perf_counter()
         if force or now - self._last >= self.every:
             self._last = now

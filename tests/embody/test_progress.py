@@ -17,3 +17,12 @@ def test_a_time_budget_that_ends_first_sets_the_eta():
     p.start -= 30  # 30 s in, far from the step total
     p.update(1000)
     assert "] 25.0% " in out.getvalue() and "< 01:29 |" in out.getvalue()
+
+
+def test_a_resumed_count_does_not_inflate_the_rate():
+    out = io.StringIO()
+    p = Progress(2000, label="train", stream=out, every=0)
+    p.update(1000)  # resumed at 1000
+    p.start -= 10
+    p.update(1100)
+    assert "| 10 steps/s |" in out.getvalue().splitlines()[-1]
