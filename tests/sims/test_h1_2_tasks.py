@@ -158,13 +158,15 @@ def test_runs_on_every_simulator(task, sim_name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("task", ["h1_2-velocity", "h1_2-stand"])
-def test_short_training_outlives_a_random_policy(task, tmp_path):
-    """CI's small version of the learning bar (the full one: embody bench learning --task TASK)."""
+def test_short_training_beats_a_random_policy(tmp_path):
+    """CI's small version of the learning bar (the full one: embody bench learning --task h1_2-velocity).
+    150k steps (~1.5 min on 2 cores): the deterministic policy already collects ~2x a random policy's
+    return; outliving it 5x takes ~10 minutes (benchmarks/README.md)."""
     from embody.benchmarks.learning import random_baseline
     from embody.train import resolve_config, train
 
-    cfg = resolve_config(task, overrides=["max_time_s=75", "video=false", "eval_episodes=16"])
+    cfg = resolve_config("h1_2-velocity", overrides=["steps=150000", "max_time_s=0", "video=false",
+                                                     "eval_episodes=16"])
     summary = train(cfg, tmp_path / "run")
-    baseline = random_baseline(task, [])
-    assert summary["length_mean"] > 1.5 * baseline["length_mean"], (summary, baseline)
+    baseline = random_baseline("h1_2-velocity", [])
+    assert summary["return_mean"] > 1.3 * baseline["return_mean"], (summary, baseline)
