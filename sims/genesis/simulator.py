@@ -386,7 +386,7 @@ class GenesisSimulator:
             base_lin_vel=quat_rotate_inverse(quat, vel[:, v : v + 3]),  # world frame in Genesis, as in MuJoCo
             base_ang_vel=vel[:, v + 3 : v + 6],  # already in the body frame
             contact_force=contact,
-            foot_pos=np.stack([self._site_pose(f)[0] for f in self._foot_sites], axis=1),
+            foot_pos=np.stack([self._site_pose(f)[0] for f in self._foot_sites], axis=1) if self._foot_sites else None,
         )
 
     # -- rendering -----------------------------------------------------------------------

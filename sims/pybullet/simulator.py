@@ -578,7 +578,7 @@ class PybulletSimulator:
         ang = rows[:, ANG]
         lin = rows[:, LIN] + np.cross(ang, pos - rows[:, POS])  # velocity of the base frame's origin
         return PrivilegedState(pos, quat, quat_rotate_inverse(quat, lin), quat_rotate_inverse(quat, ang),
-                               self._contact.copy(), foot_pos=self._foot_pos.copy())
+                               self._contact.copy(), foot_pos=self._foot_pos.copy() if self._foot_sites else None)
 
     # -- rendering -----------------------------------------------------------------------
     def render(self, env_ids: np.ndarray | None = None, camera: str | None = None) -> np.ndarray:

@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 
+from embody.sims import installed_simulators
+from embody.sims.base import ModelError, UnsupportedTask
 from embody.sims.tasks import TASKS
 from embody.sims.vec_env import make_env
 
@@ -45,3 +47,24 @@ def test_unknown_reward_term_is_refused():
     cfg.reward_weights = {"flying": 1.0}
     with pytest.raises(ValueError, match="no reward term 'flying'.*swingup"):
         make_env("cartpole-swingup", n_envs=1, config=cfg)
+
+
+SIMS = [pytest.param(s, marks=pytest.mark.genesis) if s == "genesis" else s for s in installed_simulators()]
+
+
+@pytest.mark.parametrize("sim_name", SIMS)
+@pytest.mark.parametrize("task", TASKS.names())
+def test_every_task_steps_on_every_simulator_or_names_what_is_missing(task, sim_name):
+    try:
+        env = make_env(task, sim_name, n_envs=2, seed=0)
+    except UnsupportedTask as e:
+        assert f"simulator {sim_name!r} cannot serve task {task!r}: it lacks" in str(e)
+        return
+    except ModelError as e:  # gymnasium's humanoid has multi-joint bodies, which a URDF cannot hold
+        assert task == "gym-humanoid" and sim_name == "pybullet" and "a URDF link has one" in str(e)
+        return
+    obs, priv = env.reset()
+    for _ in range(3):
+        obs, reward, *_ = env.step(np.zeros((2, env.action_size)))
+    assert np.isfinite(obs).all() and np.isfinite(reward).all()
+    env.close()
