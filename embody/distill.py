@@ -118,11 +118,11 @@ def run_distill(cfg: DistillConfig, out: Path) -> dict:
     factory, _, _ = EXPERTS[cfg.task]
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(cfg.torch_threads)
-    out.mkdir(parents=True, exist_ok=True)
     tcfg = train_config(cfg)
+    env = build_env(tcfg)  # first: a bad config leaves no run directory behind
+    out.mkdir(parents=True, exist_ok=True)
     save_yaml(tcfg, out / "config.yaml")
     save_yaml(cfg, out / "distill.yaml")
-    env = build_env(tcfg)
     task_cfg = env.task.config
     teacher = factory(task_cfg, cfg.teacher)
     student = RecurrentActorCritic(env.observation_size, env.action_size, env.privileged_size, cfg.student)

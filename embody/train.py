@@ -83,9 +83,9 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False) -> dict:
     torch.manual_seed(cfg.seed)
     np.random.seed(cfg.seed)
     torch.set_num_threads(cfg.torch_threads)
+    env = build_env(cfg)  # first: a bad config leaves no run directory behind
     out.mkdir(parents=True, exist_ok=True)
     save_yaml(cfg, out / "config.yaml")
-    env = build_env(cfg)
     spec = policy_spec(env)
     if resume:
         ckpt = load_checkpoint(out / "checkpoint", expect_spec=spec, device=cfg.device)

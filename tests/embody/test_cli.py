@@ -20,11 +20,12 @@ def test_list_names_everything(capsys):
         assert word in out
 
 
-def test_unknown_names_are_one_clear_line():
+def test_unknown_names_are_one_clear_line(tmp_path):
     r = run("train", "cartpole-swingdown")
     assert r.returncode == 2 and "unknown task 'cartpole-swingdown'; valid: arm-reach, cartpole-swingup" in r.stderr
-    r = run("train", "cartpole-swingup", "--sim", "nosim", "--steps", "10")
+    r = run("train", "cartpole-swingup", "--sim", "nosim", "--steps", "10", "--out", str(tmp_path / "x"))
     assert r.returncode == 2 and "unknown simulator 'nosim'" in r.stderr
+    assert not (tmp_path / "x").exists()  # a bad config leaves no run directory behind
     r = run("eval", "/nonexistent/run")
     assert r.returncode == 2 and "config.yaml is missing" in r.stderr
     assert "Traceback" not in r.stderr

@@ -23,9 +23,11 @@ def test_distill_config_resolution_and_errors():
         resolve_distill_config("peg-insert", "tiny", ["dagger.nope=1"])
 
 
-def test_distill_cli_reports_bad_config(capsys):
-    assert main(["distill", "peg-insert", "--set", "env.clearance=-0.001"]) == 2
+def test_distill_cli_reports_bad_config(capsys, tmp_path):
+    out = tmp_path / "run"
+    assert main(["distill", "peg-insert", "--out", str(out), "--set", "env.clearance=-0.001"]) == 2
     assert "clearance must lie in" in capsys.readouterr().err
+    assert not out.exists()  # nothing left behind
 
 
 @pytest.mark.slow
