@@ -29,12 +29,12 @@ def _rate(step, steps: int, n_envs: int, repeats: int = 3) -> float:
 
 
 def measure(task: str, sim: str, n_envs: int, steps: int) -> dict:
-    from embody.sims.base import UnsupportedTask
+    from embody.sims.base import ModelError, UnsupportedTask
     from embody.sims.vec_env import make_env
 
     try:
         env = make_env(task, sim, n_envs=n_envs, seed=0)
-    except UnsupportedTask as e:
+    except (UnsupportedTask, ModelError) as e:  # a capability, or a model the engine cannot load
         return {"task": task, "sim": sim, "envs": n_envs, "unsupported": str(e)}
     rng = np.random.default_rng(0)
     env.reset()
