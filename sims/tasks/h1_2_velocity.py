@@ -102,7 +102,7 @@ class H1_2Velocity(Task):
     robot_name = "h1_2"
     config_class = H1_2VelocityConfig
     train_defaults = {"n_envs": 64, "steps": 50_000_000, "max_time_s": 1800.0, "staggered_resets": True,
-                      "ppo.n_steps": 24, "ppo.lr": 1e-3, "ppo.lr_schedule": "constant", "ppo.epochs": 5, "ppo.minibatches": 4, "ppo.ent_coef": 0.01,
+                      "ppo.n_steps": 24, "ppo.lr": 3e-4, "ppo.lr_schedule": "constant", "ppo.epochs": 5, "ppo.minibatches": 4, "ppo.ent_coef": 0.01,
                       "policy.actor_hidden": [256, 128], "policy.critic_hidden": [256, 128],
                       "policy.activation": "elu", "policy.init_std": 0.8}
 
