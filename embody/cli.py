@@ -1,4 +1,4 @@
-"""The ``embody`` command line: list, train, distill, eval, video, sim2sim, bench."""
+"""The ``embody`` command line: list, train, distill, eval, video, sim2sim, robot-sim, deploy, bench."""
 
 from __future__ import annotations
 
@@ -96,6 +96,30 @@ def _cmd_sim2sim(args) -> int:
     return 0
 
 
+def _cmd_robot_sim(args) -> int:
+    from embody.hardware.robot_sim import serve
+
+    serve(args.robot, iface=args.iface, domain=args.domain, band=args.band, duration_s=args.duration)
+    return 0
+
+
+def _cmd_deploy(args) -> int:
+    import logging
+
+    import numpy as np
+
+    from embody.hardware.deploy import DeployConfig, deploy
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    cfg = DeployConfig(robot=args.robot, target=args.target, domain=args.domain, duration_s=args.duration,
+                       band=not args.no_band)
+    cfg.supervisor.ramp_s = args.ramp
+    commands = None if args.command is None else np.array([float(x) for x in args.command.split(",")])
+    summary = deploy(Path(args.run), cfg, args.set or [], commands)
+    print(json.dumps(summary, indent=2))
+    return 0 if summary["ended_in"] == "POLICY" else 1
+
+
 def _cmd_bench(args) -> int:
     from embody.benchmarks import run_benchmark
 
@@ -153,6 +177,26 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", help="report directory (default: RUN/sim2sim)")
     s.add_argument("--set", action="append", metavar="KEY=VALUE", help="override the run's config for evaluation")
     s.set_defaults(fn=_cmd_sim2sim)
+
+    r = sub.add_parser("robot-sim", help="a simulated robot behind the real wire protocol (DDS), in real time")
+    r.add_argument("robot", help="h1_2")
+    r.add_argument("--iface", default="lo", help="network interface for DDS (default: lo)")
+    r.add_argument("--domain", type=int, default=0, help="DDS domain id (default: 0)")
+    r.add_argument("--band", action="store_true", help="hold the robot on an elastic band (released by command)")
+    r.add_argument("--duration", type=float, help="seconds to serve (default: until Ctrl-C)")
+    r.set_defaults(fn=_cmd_robot_sim)
+
+    dp = sub.add_parser("deploy", help="run a trained policy on a robot through the safety supervisor")
+    dp.add_argument("run")
+    dp.add_argument("--robot", required=True, help="h1_2")
+    dp.add_argument("--target", default="sim", help="sim (starts robot-sim itself) or dds:IFACE (e.g. dds:eth0)")
+    dp.add_argument("--domain", type=int, default=0, help="DDS domain id (default: 0)")
+    dp.add_argument("--duration", type=float, default=10.0, help="seconds of policy control (default: 10)")
+    dp.add_argument("--ramp", type=float, default=2.0, help="seconds to ramp to the default pose (default: 2)")
+    dp.add_argument("--command", help="velocity command vx,vy,yaw_rate for velocity tasks (default: the task's)")
+    dp.add_argument("--no-band", action="store_true", help="sim: start the robot standing, without the band")
+    dp.add_argument("--set", action="append", metavar="KEY=VALUE", help="override the run's config")
+    dp.set_defaults(fn=_cmd_deploy)
 
     b = sub.add_parser("bench", help="benchmarks against peers (embody bench core)")
     b.add_argument("name", nargs="?", default=None, help="benchmark name; omitted: list them")

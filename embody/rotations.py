@@ -53,3 +53,12 @@ def axis_angle_quat(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
     """Quaternions of rotations by ``angle`` (n,) about the fixed unit ``axis`` (3,) → (n, 4)."""
     h = 0.5 * np.asarray(angle, dtype=np.float64)[:, None]
     return np.concatenate([np.cos(h), np.sin(h) * np.asarray(axis)], axis=-1)
+
+
+def quat_to_rpy(q: np.ndarray) -> np.ndarray:
+    """(n, 4) w,x,y,z → (n, 3) roll, pitch, yaw [rad] (intrinsic z-y-x, the IMU convention)."""
+    w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
+    roll = np.arctan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
+    pitch = np.arcsin(np.clip(2 * (w * y - z * x), -1.0, 1.0))
+    yaw = np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+    return np.stack([roll, pitch, yaw], axis=1)

@@ -18,6 +18,7 @@ from embody.policies.evaluate import evaluate
 from embody.policies.ppo import PPO, PPOConfig
 from embody.progress import Progress
 from embody.runs import MetricsLog, plot_learning_curve
+from embody.sims.task import Task
 from embody.sims.tasks import TASKS
 from embody.sims.vec_env import VecEnv, make_env
 from embody.video import VideoWriter
@@ -69,11 +70,12 @@ def build_env(cfg: TrainConfig, n_envs: int | None = None, sim: str | None = Non
                     staggered=cfg.staggered_resets and not evaluation, config=task_cfg)
 
 
-def policy_spec(env: VecEnv) -> dict:
-    """What a checkpoint must match to be used on ``env``."""
-    return {"task": env.task.name, "robot": env.task.robot.name, "joints": list(env.task.robot.joint_names),
-            "obs_size": env.observation_size, "privileged_size": env.privileged_size,
-            "action_size": env.action_size}
+def policy_spec(env: VecEnv | Task) -> dict:
+    """What a checkpoint must match to be used on ``env`` (or on a bare task, as the deploy loop has)."""
+    task = env.task if isinstance(env, VecEnv) else env
+    return {"task": task.name, "robot": task.robot.name, "joints": list(task.robot.joint_names),
+            "obs_size": task.observation_size, "privileged_size": task.privileged_size,
+            "action_size": task.action_size}
 
 
 def train(cfg: TrainConfig, out: Path, resume: bool = False) -> dict:

@@ -55,6 +55,7 @@ class RobotState:
                   what the flange exerts on the hand and its load (at rest it holds their weight
                   up), as an untared sensor reports it; tasks tare it
     time:         (n,)   seconds since the env's last reset
+    motor_temperature: (n, j) motor temperature [°C] (hardware; None in simulation)
     privileged:   simulator ground truth; None on hardware
     """
 
@@ -68,6 +69,7 @@ class RobotState:
     ee_pos: np.ndarray | None = None
     ee_quat: np.ndarray | None = None
     wrench: np.ndarray | None = None
+    motor_temperature: np.ndarray | None = None
     privileged: PrivilegedState | None = None
 
     @property

@@ -1,0 +1,80 @@
+"""Cyclone DDS plumbing shared by the Unitree driver and the simulated robots (extra ``hardware``).
+
+One DDS domain per (process, domain id), bound to one network interface. On loopback ("lo")
+multicast is off and the peer is 127.0.0.1, which is how two processes on one machine find
+each other without a network; on a robot's interface discovery uses multicast as the vendor's
+SDK does.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+from embody.extras import require
+
+from .interface import HardwareError
+
+_LOCK = threading.Lock()
+_PARTICIPANTS: dict[int, tuple[str, object, object]] = {}  # domain -> (iface, Domain, participant)
+
+
+def dds_config(iface: str) -> str:
+    """The Cyclone DDS XML configuration that binds a domain to ``iface``."""
+    if iface == "lo":
+        general = "<AllowMulticast>false</AllowMulticast>"
+        discovery = ("<ParticipantIndex>auto</ParticipantIndex><MaxAutoParticipantIndex>60</MaxAutoParticipantIndex>"
+                     "<Peers><Peer address=\"127.0.0.1\"/></Peers>")
+    else:
+        general, discovery = "", ""
+    return (f"<CycloneDDS><Domain Id=\"any\"><General><Interfaces><NetworkInterface name=\"{iface}\"/>"
+            f"</Interfaces>{general}</General><Discovery>{discovery}</Discovery></Domain></CycloneDDS>")
+
+
+def check_interface(iface: str) -> None:
+    names = [name for _, name in socket.if_nameindex()]
+    if iface not in names:
+        raise HardwareError(f"network interface {iface!r} does not exist on this machine; interfaces: {', '.join(names)}")
+
+
+def participant(domain: int, iface: str):
+    """The process's DomainParticipant for ``domain`` on ``iface`` (created once, then shared)."""
+    require("cyclonedds", "hardware")
+    from cyclonedds.domain import Domain, DomainParticipant
+
+    with _LOCK:
+        if domain in _PARTICIPANTS:
+            bound, _, dp = _PARTICIPANTS[domain]
+            if bound != iface:
+                raise HardwareError(f"DDS domain {domain} is already bound to interface {bound!r} in this process; "
+                                 f"cannot also bind it to {iface!r}")
+            return dp
+        check_interface(iface)
+        dom = Domain(domain, dds_config(iface))  # kept alive: dropping it would tear the domain down
+        _PARTICIPANTS[domain] = (iface, dom, DomainParticipant(domain))
+        return _PARTICIPANTS[domain][2]
+
+
+def best_effort_qos(depth: int = 1):
+    """The vendor's low-level topics are best effort, latest sample only: a late command is useless."""
+    from cyclonedds.core import Policy, Qos
+
+    return Qos(Policy.Reliability.BestEffort, Policy.History.KeepLast(depth))
+
+
+def endpoints(domain: int, iface: str, write: tuple[str, type] | None, read: tuple[str, type] | None,
+              on_data=None):
+    """(DataWriter | None, DataReader | None) on ``domain``; ``on_data(reader)`` is called from a DDS
+    thread whenever samples arrive on the read topic."""
+    from cyclonedds.core import Listener
+    from cyclonedds.pub import DataWriter
+    from cyclonedds.sub import DataReader
+    from cyclonedds.topic import Topic
+
+    dp = participant(domain, iface)
+    writer = DataWriter(dp, Topic(dp, write[0], write[1]), qos=best_effort_qos()) if write else None
+    reader = None
+    if read:
+        listener = Listener(on_data_available=on_data) if on_data else None
+        reader = DataReader(dp, Topic(dp, read[0], read[1]), qos=best_effort_qos(), listener=listener)
+    return writer, reader

@@ -1,0 +1,193 @@
+"""``embody deploy RUN --robot h1_2 --target sim|dds:IFACE``: a trained policy on a robot, safely.
+
+The observation builder and action mapping are the training task's own (``PolicyRunner``
+holds the task with one env and calls exactly what the VecEnv calls), so the deployed
+observation equals the training observation for the same RobotState. Sequence, all through
+the safety supervisor: zero torque → ramp to the default pose → hold → (release the band of a
+simulated robot) → policy at 50 Hz → damping on exit, fault, Ctrl-C or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from embody.robots import RobotState
+
+from .interface import HardwareError, JointCommand
+from .supervisor import Phase, SafetySupervisor, SupervisorConfig
+
+log = logging.getLogger("embody.hardware.deploy")
+
+# Deployment turns off what only training wants: randomized physics, action delays, pushes.
+DEPLOY_OVERRIDES = ("env.randomization.enabled=false",)
+
+
+class PolicyRunner:
+    """A run's checkpoint with its task's observation builder and action mapping, for one robot.
+
+    ``command(state)`` performs the VecEnv's per-step task calls in the same order:
+    observe → act → action_to_command → after_step.
+    """
+
+    def __init__(self, run: Path, overrides: list[str] = (), commands: np.ndarray | None = None):
+        from embody.config import apply_overrides, from_dict
+        from embody.policies.checkpoint import load_checkpoint
+        from embody.robots import get_robot
+        from embody.sims.tasks import TASKS
+        from embody.train import load_run, policy_spec
+
+        cfg, ckpt_dir = load_run(run)
+        overrides = [o for o in DEPLOY_OVERRIDES if o.split("=")[0].split(".")[1] in cfg.env] + list(overrides)
+        apply_overrides(cfg, texts=overrides)
+        task_cls = TASKS.get(cfg.task)
+        task_cfg = from_dict(task_cls.config_class, cfg.env, "env")
+        task_cfg.sim.n_envs = 1
+        if task_cfg.sim.control != "pd":
+            raise HardwareError(f"{run}: task {cfg.task!r} uses {task_cfg.sim.control} control; deploy sends PD targets")
+        self.robot = get_robot(task_cls.robot_name, **task_cls.robot_params(task_cfg, cfg.seed))
+        self.task = task_cls(task_cfg, self.robot, 1, cfg.seed)
+        self.policy = load_checkpoint(ckpt_dir, expect_spec=policy_spec(self.task)).policy
+        self.commands = None if commands is None else np.asarray(commands, dtype=np.float64).reshape(1, -1)
+        self.reset()
+
+    def reset(self) -> None:
+        self.task.on_reset(np.array([0]))
+        self._fix_commands()
+        self.policy.reset()
+
+    def _fix_commands(self) -> None:
+        if self.commands is not None:
+            self.task.set_commands(np.array([0]), self.commands)
+
+    def observe(self, state: RobotState) -> np.ndarray:
+        return self.task.observe(state)
+
+    @torch.no_grad()
+    def command(self, state: RobotState) -> JointCommand:
+        obs = self.observe(state)
+        action = self.policy.act(torch.as_tensor(obs, dtype=torch.float32), deterministic=True).numpy()
+        targets = self.task.action_to_command(action.astype(np.float64))
+        self.task.after_step(action)
+        self._fix_commands()  # the task would resample commands on its own schedule
+        q = self.robot.default_pose.copy()
+        q[self.robot.actuated] = targets[0]
+        return JointCommand.pd(self.robot, q)
+
+
+@dataclass
+class DeployConfig:
+    robot: str = "h1_2"
+    target: str = "sim"  # sim (starts `embody robot-sim`) | dds:IFACE
+    domain: int = 0
+    duration_s: float = 10.0  # policy time
+    policy_hz: float = 50.0
+    hold_s: float = 1.0
+    connect_timeout_s: float = 10.0
+    band: bool = True  # sim: start on the band, release it when the policy starts
+    supervisor: SupervisorConfig = field(default_factory=SupervisorConfig)
+
+
+def parse_target(target: str) -> tuple[bool, str]:
+    """(start a simulated robot?, interface) from ``sim`` or ``dds:IFACE``."""
+    if target == "sim":
+        return True, "lo"
+    if target.startswith("dds:") and len(target) > 4:
+        return False, target[4:]
+    raise HardwareError(f"unknown deploy target {target!r}: use 'sim' or 'dds:IFACE' (for example dds:eth0)")
+
+
+def start_robot_sim(robot: str, iface: str, domain: int, band: bool, timeout_s: float = 60.0) -> subprocess.Popen:
+    """``embody robot-sim`` as a child process; returns once it serves (its ready line)."""
+    cmd = [sys.executable, "-m", "embody.cli", "robot-sim", robot, "--iface", iface, "--domain", str(domain)]
+    proc = subprocess.Popen(cmd + (["--band"] if band else []), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    deadline = time.monotonic() + timeout_s
+    for line in proc.stdout:
+        if "serving" in line:
+            return proc
+        if time.monotonic() > deadline:
+            break
+    proc.kill()
+    raise RuntimeError(f"robot-sim {robot} did not start: {' '.join(cmd)}")
+
+
+def make_driver(robot: str, iface: str, domain: int, supervisor: SafetySupervisor):
+    if robot == "h1_2":
+        from .unitree.h1_2 import H1_2Driver
+
+        return H1_2Driver(iface=iface, domain=domain, supervisor=supervisor)
+    raise HardwareError(f"no deploy driver for robot {robot!r}; robots: h1_2")
+
+
+def wait_phase(supervisor: SafetySupervisor, phase: Phase, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while supervisor.phase is not phase:
+        if supervisor.phase is Phase.DAMPING:
+            raise RuntimeError(f"supervisor entered damping while waiting for {phase.name}: {supervisor.events[-1].reason}")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"supervisor did not reach {phase.name} within {timeout_s:g} s (now {supervisor.phase.name})")
+        time.sleep(0.01)
+
+
+def run_policy(driver, runner: PolicyRunner, supervisor: SafetySupervisor, cfg: DeployConfig) -> dict:
+    """The 50 Hz loop; stops after ``duration_s`` or when the supervisor damps. Returns a summary."""
+    runner.reset()
+    supervisor.start_policy()
+    period, t0 = 1.0 / cfg.policy_hz, time.monotonic()
+    next_t, steps, max_tilt = t0, 0, 0.0
+    from embody.rotations import projected_gravity
+
+    while time.monotonic() - t0 < cfg.duration_s and supervisor.phase is Phase.POLICY:
+        state = driver.read_state()
+        state.time = np.array([time.monotonic() - t0])  # the task's clock: time since the episode began
+        driver.send_command(runner.command(state))
+        max_tilt = max(max_tilt, float(np.arccos(np.clip(-projected_gravity(state.imu_quat)[0, 2], -1, 1))))
+        steps += 1
+        next_t += period
+        time.sleep(max(0.0, next_t - time.monotonic()))
+    return {"policy_s": time.monotonic() - t0, "policy_steps": steps, "max_torso_tilt_deg": float(np.degrees(max_tilt)),
+            "ended_in": supervisor.phase.name}
+
+
+def deploy(run: Path, cfg: DeployConfig, overrides: list[str] = (), commands: np.ndarray | None = None) -> dict:
+    """Deploy ``run`` to ``cfg.robot`` at ``cfg.target``; returns the summary (also printed by the CLI)."""
+    start_sim, iface = parse_target(cfg.target)
+    runner = PolicyRunner(run, overrides, commands)
+    if runner.robot.name != cfg.robot:
+        raise HardwareError(f"{run} was trained for robot {runner.robot.name!r}, not {cfg.robot!r}")
+    supervisor = SafetySupervisor(runner.robot, cfg.supervisor)
+    sim = start_robot_sim(cfg.robot, iface, cfg.domain, cfg.band) if start_sim else None
+    try:
+        driver = make_driver(cfg.robot, iface, cfg.domain, supervisor)
+        driver.connect(cfg.connect_timeout_s)
+        with driver:
+            supervisor.install_signal_handlers()
+            supervisor.start_ramp()
+            wait_phase(supervisor, Phase.HOLD, cfg.supervisor.ramp_s + 5.0)
+            time.sleep(cfg.hold_s)
+            if sim is not None and cfg.band:
+                from .robot_sim import set_band
+
+                set_band(cfg.domain, iface, engaged=False)
+            summary = run_policy(driver, runner, supervisor, cfg)
+            summary["driver"] = dict(driver.stats)
+    finally:
+        supervisor.uninstall_signal_handlers()
+        if sim is not None:
+            sim.terminate()
+            sim.wait(10)
+    summary["events"] = [{"t": e.time, "from": e.old.name, "to": e.new.name, "reason": e.reason}
+                         for e in supervisor.events]
+    summary["counters"] = dict(supervisor.counters)
+    log.info("deploy summary: %s", json.dumps(summary))
+    return summary
