@@ -109,11 +109,11 @@ def _cmd_deploy(args) -> int:
     import numpy as np
 
     from embody.hardware.deploy import DeployConfig, deploy
+    from embody.hardware.supervisor import SupervisorConfig
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     cfg = DeployConfig(robot=args.robot, target=args.target, domain=args.domain, duration_s=args.duration,
-                       band=not args.no_band)
-    cfg.supervisor.ramp_s = args.ramp
+                       band=not args.no_band, supervisor=SupervisorConfig(ramp_s=args.ramp))
     commands = None if args.command is None else np.array([float(x) for x in args.command.split(",")])
     summary = deploy(Path(args.run), cfg, args.set or [], commands)
     print(json.dumps(summary, indent=2))
