@@ -10,6 +10,7 @@ import importlib
 
 BENCHMARKS = {
     "core": "embody.benchmarks.core",
+    "hardware": "embody.benchmarks.hardware",
     "learning": "embody.benchmarks.learning",
     "sims": "embody.benchmarks.sims",
     "tasks": "embody.benchmarks.tasks",

@@ -4,7 +4,9 @@ The MuJoCo H1-2 runs in real time (2 ms physics steps) and speaks exactly what t
 speaks: it reads unitree_hg LowCmd_ on rt/lowcmd (CRC-checked; a motor in mode 1 applies
 ``tau + kp (q − q_m) + kd (dq − dq_m)``, torque-limited, as the motor drivers do; mode 0 is
 passive) and publishes LowState_ on rt/lowstate every step (torso IMU, joint encoders, the
-applied torque as tau_est). A client written for the robot drives it unchanged.
+applied torque as tau_est). A client written for the robot drives it unchanged. Unlike the
+robot, it puts the CRC of the last command it applied into LowState_.reserve[0], so that
+`embody bench hardware` can measure command→state latency.
 
 ``band`` holds the robot on an elastic band (a virtual gantry), as the vendor's simulator does
 and as the robot hangs from a hoist while it is started; our own topic rt/embody/sim_control
@@ -80,6 +82,9 @@ class H1_2Server:
         n = 35
         self._cmd = {k: np.zeros(n) for k in ("q", "dq", "tau", "kp", "kd")}
         self._cmd["mode"] = np.zeros(n, dtype=np.uint8)
+        self._temperature = np.zeros(35, np.int16)
+        self._temperature[:self.robot.n_joints] = MOTOR_TEMPERATURE_C
+        self._cmd_crc = self._applied_crc = 0  # CRC of the latest command received / stepped with
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self.stats = {"steps": 0, "commands": 0, "crc_errors": 0, "malformed": 0, "mode_machine_mismatch": 0, "late_steps": 0}
@@ -108,6 +113,7 @@ class H1_2Server:
         d, n = self.data, len(self._act)
         with self._lock:
             c = {k: v[:n].copy() for k, v in self._cmd.items()}
+            self._applied_crc = self._cmd_crc
         q, dq = d.qpos[self._qadr][self._act], d.qvel[self._vadr][self._act]
         tau = c["tau"] + c["kp"] * (c["q"] - q) + c["kd"] * (c["dq"] - dq)
         limit = self.robot.torque_limit[self._act]
@@ -123,15 +129,15 @@ class H1_2Server:
         from .unitree import messages as msg
 
         d, L, j = self.data, self.layout, self.robot.n_joints
-        pad = lambda a: np.pad(np.asarray(a, dtype=np.float64), (0, msg.NUM_MOTORS - len(a)))  # noqa: E731
-        tau = np.zeros(j)
-        tau[self._act] = d.ctrl
+        motors = np.zeros((4, msg.NUM_MOTORS))  # q, dq, ddq, tau_est; motors past j report zeros
+        motors[:3, :j] = d.qpos[self._qadr], d.qvel[self._vadr], d.qacc[self._vadr]
+        motors[3, self._act] = d.ctrl
         quat = d.sensordata[L.imu_quat]
         return msg.lowstate_record(
-            q=pad(d.qpos[self._qadr]), dq=pad(d.qvel[self._vadr]), ddq=pad(d.qacc[self._vadr]), tau_est=pad(tau),
-            temperature=np.pad(np.full(j, MOTOR_TEMPERATURE_C, dtype=np.int16), (0, msg.NUM_MOTORS - j)), quaternion=quat, gyroscope=d.sensordata[L.imu_gyro],
+            *motors, temperature=self._temperature, quaternion=quat, gyroscope=d.sensordata[L.imu_gyro],
             accelerometer=d.sensordata[L.imu_accel], rpy=quat_to_rpy(quat[None])[0],
-            tick=int(round(d.time * 1000)) & 0xFFFFFFFF, mode_machine=MODE_MACHINE, mode_pr=0)
+            tick=int(round(d.time * 1000)) & 0xFFFFFFFF, mode_machine=MODE_MACHINE, mode_pr=0,
+            reserve=(self._applied_crc, 0, 0, 0))
 
     # -- wire ----------------------------------------------------------------------------------
     def _on_command(self, reader) -> None:
@@ -155,6 +161,7 @@ class H1_2Server:
             with self._lock:
                 for k in self._cmd:
                     self._cmd[k][:] = a[k]
+                self._cmd_crc = int(packed[-4:].view("<u4")[0])
             self.stats["commands"] += 1
 
     def _on_control(self, reader) -> None:

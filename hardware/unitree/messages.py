@@ -378,12 +378,14 @@ _CMD_FLOATS = ("q", "dq", "tau", "kp", "kd")
 
 
 def lowcmd_record(q: np.ndarray, dq: np.ndarray, tau: np.ndarray, kp: np.ndarray, kd: np.ndarray,
-                  mode: np.ndarray, mode_pr: int = 0, mode_machine: int = 0) -> np.ndarray:
+                  mode: np.ndarray, mode_pr: int = 0, mode_machine: int = 0,
+                  reserve: np.ndarray | None = None) -> np.ndarray:
     """The packed LowCmd_ ((1004,) uint8, little-endian C struct) with its crc filled in.
 
     q, dq, tau, kp, kd: (35,) float targets and gains (see module docstring for units)
     mode:               (35,) int, 1 enables a motor, 0 leaves it passive
     mode_pr:            0 pitch/roll ankle mode, 1 parallel A/B;  mode_machine: echo of LowState_
+    reserve:            (4,) u32, ignored by the robot (default 0)
     """
     vals = _floats("LowCmd_", _CMD_FLOATS, (q, dq, tau, kp, kd), (_M,) * 5)  # (5, 35)
     mode8 = _ints("LowCmd_", "mode", mode, _M, np.uint8)
@@ -393,27 +395,31 @@ def lowcmd_record(q: np.ndarray, dq: np.ndarray, tau: np.ndarray, kp: np.ndarray
     words = buf.view("<f4")  # 251 words; motor i occupies words 1 + 7i … 7 + 7i
     words[1:246].reshape(NUM_MOTORS, 7)[:, 1:6] = vals.T
     buf[4:984:28] = mode8
+    if reserve is not None:
+        buf[984:1000].view("<u4")[:] = _ints("LowCmd_", "reserve", reserve, (4,), np.uint32)
     buf[1000:].view("<u4")[0] = _crc_of_packed(buf)
     return buf
 
 
 def lowcmd_from_arrays(q: np.ndarray, dq: np.ndarray, tau: np.ndarray, kp: np.ndarray, kd: np.ndarray,
-                       mode: np.ndarray, mode_pr: int = 0, mode_machine: int = 0) -> LowCmd_:
+                       mode: np.ndarray, mode_pr: int = 0, mode_machine: int = 0,
+                       reserve: np.ndarray | None = None) -> LowCmd_:
     """A LowCmd_ with crc filled from (35,) arrays; arguments as ``lowcmd_record``."""
-    buf = lowcmd_record(q, dq, tau, kp, kd, mode, mode_pr, mode_machine)
+    buf = lowcmd_record(q, dq, tau, kp, kd, mode, mode_pr, mode_machine, reserve)
     return _from_record(LowCmd_, buf.view(LOWCMD_DTYPE).reshape(()))
 
 
 def lowcmd_arrays(msg: LowCmd_ | bytes) -> dict[str, Any]:
     """The arrays of a LowCmd_ (or of its packed C struct): q, dq, tau, kp, kd (35,) float64,
-    mode (35,) uint8, mode_pr, mode_machine.
+    mode (35,) uint8, mode_pr, mode_machine, reserve (4,) uint32.
 
     ``lowcmd_from_arrays(**lowcmd_arrays(msg))`` rebuilds ``msg`` (with a fresh crc).
     """
     rec = _record(LOWCMD_DTYPE, msg if isinstance(msg, (bytes, np.ndarray)) else pack_lowcmd(msg), "LowCmd_")
     motors = rec["motor_cmd"]
     out: dict[str, Any] = {name: motors[name].astype(np.float64) for name in _CMD_FLOATS}
-    out.update(mode=motors["mode"].copy(), mode_pr=int(rec["mode_pr"]), mode_machine=int(rec["mode_machine"]))
+    out.update(mode=motors["mode"].copy(), mode_pr=int(rec["mode_pr"]), mode_machine=int(rec["mode_machine"]),
+               reserve=rec["reserve"].copy())
     return out
 
 
@@ -424,12 +430,12 @@ _STATE_SHAPES = (_M, _M, _M, _M, (4,), (3,), (3,), (3,))
 def lowstate_record(q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, tau_est: np.ndarray, temperature: np.ndarray,
                     quaternion: np.ndarray, gyroscope: np.ndarray, accelerometer: np.ndarray, rpy: np.ndarray, *,
                     tick: int = 0, mode_machine: int = 0, mode_pr: int = 0, mode: np.ndarray | None = None,
-                    imu_temperature: int = 0) -> np.ndarray:
+                    imu_temperature: int = 0, reserve: np.ndarray | None = None) -> np.ndarray:
     """The packed LowState_ ((2092,) uint8, little-endian C struct) with its crc filled in.
 
     q, dq, ddq, tau_est: (35,) motor state;  temperature: (35,) int °C (into temperature[0])
     quaternion: (4,) w, x, y, z;  gyroscope, accelerometer, rpy: (3,) torso IMU
-    tick: u32 ms counter;  mode: (35,) motor modes (default 0);  other fields stay 0
+    tick: u32 ms counter;  mode: (35,) motor modes (default 0);  reserve: (4,) u32;  other fields stay 0
     """
     flat = _floats("LowState_", _STATE_FLOATS, (q, dq, ddq, tau_est, quaternion, gyroscope, accelerometer, rpy),
                    _STATE_SHAPES)
@@ -446,6 +452,8 @@ def lowstate_record(q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, tau_est: np.
     halves[34] = _scalar("LowState_", "imu_temperature", imu_temperature, np.int16)
     halves[46:46 + 28 * NUM_MOTORS:28] = temp  # motor_state[i].temperature[0] at byte 72 + 56 i + 20
     buf[72:2032:56] = mode8
+    if reserve is not None:
+        buf[2072:2088].view("<u4")[:] = _ints("LowState_", "reserve", reserve, (4,), np.uint32)
     buf[2088:].view("<u4")[0] = _crc_of_packed(buf)
     return buf
 
@@ -453,10 +461,12 @@ def lowstate_record(q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, tau_est: np.
 def lowstate_from_arrays(q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, tau_est: np.ndarray,
                          temperature: np.ndarray, quaternion: np.ndarray, gyroscope: np.ndarray,
                          accelerometer: np.ndarray, rpy: np.ndarray, *, tick: int = 0, mode_machine: int = 0,
-                         mode_pr: int = 0, mode: np.ndarray | None = None, imu_temperature: int = 0) -> LowState_:
+                         mode_pr: int = 0, mode: np.ndarray | None = None, imu_temperature: int = 0,
+                         reserve: np.ndarray | None = None) -> LowState_:
     """A LowState_ with crc filled from arrays; arguments as ``lowstate_record``."""
     buf = lowstate_record(q, dq, ddq, tau_est, temperature, quaternion, gyroscope, accelerometer, rpy, tick=tick,
-                          mode_machine=mode_machine, mode_pr=mode_pr, mode=mode, imu_temperature=imu_temperature)
+                          mode_machine=mode_machine, mode_pr=mode_pr, mode=mode, imu_temperature=imu_temperature,
+                          reserve=reserve)
     return _from_record(LowState_, buf.view(LOWSTATE_DTYPE).reshape(()))
 
 
@@ -473,7 +483,7 @@ def lowstate_arrays(msg: LowState_ | bytes) -> dict[str, Any]:
     out.update({name: imu[name].astype(np.float64) for name in ("quaternion", "gyroscope", "accelerometer", "rpy")})
     out.update(temperature=motors["temperature"][:, 0].copy(), mode=motors["mode"].copy(), tick=int(rec["tick"]),
                mode_machine=int(rec["mode_machine"]), mode_pr=int(rec["mode_pr"]),
-               imu_temperature=int(imu["temperature"]))
+               imu_temperature=int(imu["temperature"]), reserve=rec["reserve"].copy())
     return out
 
 

@@ -57,7 +57,7 @@ def state_arrays(seed: int) -> dict:
                 quaternion=quat / np.linalg.norm(quat), gyroscope=rng.normal(size=3),
                 accelerometer=rng.normal(size=3) + [0, 0, 9.81], rpy=rng.normal(size=3),
                 tick=int(rng.integers(0, 2**32)), mode_machine=6, mode_pr=0, mode=rng.integers(0, 2, NUM_MOTORS),
-                imu_temperature=41)
+                imu_temperature=41, reserve=rng.integers(0, 2**32, 4, dtype=np.uint32))
 
 
 def test_dds_type_names_match_the_vendor():
@@ -138,7 +138,7 @@ def test_lowstate_arrays_round_trip():
     assert out.keys() == a.keys()
     for k in ("q", "dq", "ddq", "tau_est", "quaternion", "gyroscope", "accelerometer", "rpy"):
         np.testing.assert_array_equal(out[k], np.asarray(a[k]).astype(np.float32))
-    for k in ("temperature", "mode"):
+    for k in ("temperature", "mode", "reserve"):
         np.testing.assert_array_equal(out[k], a[k])
     assert [out[k] for k in ("tick", "mode_machine", "mode_pr", "imu_temperature")] == \
            [a[k] for k in ("tick", "mode_machine", "mode_pr", "imu_temperature")]
