@@ -109,11 +109,10 @@ def _cmd_deploy(args) -> int:
     import numpy as np
 
     from embody.hardware.deploy import DeployConfig, deploy
-    from embody.hardware.supervisor import SupervisorConfig
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     cfg = DeployConfig(robot=args.robot, target=args.target, domain=args.domain, duration_s=args.duration,
-                       band=not args.no_band, supervisor=SupervisorConfig(ramp_s=args.ramp))
+                       band=not args.no_band, ramp_s=args.ramp)
     commands = None if args.command is None else np.array([float(x) for x in args.command.split(",")])
     summary = deploy(Path(args.run), cfg, args.set or [], commands)
     print(json.dumps(summary, indent=2))
@@ -179,16 +178,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=_cmd_sim2sim)
 
     r = sub.add_parser("robot-sim", help="a simulated robot behind the real wire protocol (DDS), in real time")
-    r.add_argument("robot", help="h1_2")
+    r.add_argument("robot", help="h1_2 (unitree_hg topics) or peg_arm (embody's arm topics)")
     r.add_argument("--iface", default="lo", help="network interface for DDS (default: lo)")
     r.add_argument("--domain", type=int, default=0, help="DDS domain id (default: 0)")
-    r.add_argument("--band", action="store_true", help="hold the robot on an elastic band (released by command)")
+    r.add_argument("--band", action="store_true", help="h1_2: hold the robot on an elastic band (released by command)")
     r.add_argument("--duration", type=float, help="seconds to serve (default: until Ctrl-C)")
     r.set_defaults(fn=_cmd_robot_sim)
 
     dp = sub.add_parser("deploy", help="run a trained policy on a robot through the safety supervisor")
     dp.add_argument("run")
-    dp.add_argument("--robot", required=True, help="h1_2")
+    dp.add_argument("--robot", required=True, help="h1_2 or peg_arm")
     dp.add_argument("--target", default="sim", help="sim (starts robot-sim itself) or dds:IFACE (e.g. dds:eth0)")
     dp.add_argument("--domain", type=int, default=0, help="DDS domain id (default: 0)")
     dp.add_argument("--duration", type=float, default=10.0, help="seconds of policy control (default: 10)")

@@ -15,13 +15,14 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from embody.robots import RobotState
+from embody.robots import RobotSpec, RobotState
 
 from .interface import HardwareError, JointCommand
 from .supervisor import Phase, SafetySupervisor, SupervisorConfig
@@ -94,7 +95,8 @@ class DeployConfig:
     hold_s: float = 1.0
     connect_timeout_s: float = 10.0
     band: bool = True  # sim: start on the band, release it when the policy starts
-    supervisor: SupervisorConfig = field(default_factory=SupervisorConfig)
+    ramp_s: float = 2.0  # to the default pose
+    supervisor: SupervisorConfig | None = None  # None: the driver's default for the robot (ramp_s applies)
 
 
 def parse_target(target: str) -> tuple[bool, str]:
@@ -121,12 +123,18 @@ def start_robot_sim(robot: str, iface: str, domain: int, band: bool, timeout_s: 
     raise RuntimeError(f"robot-sim {robot} did not start: {' '.join(cmd)}")
 
 
-def make_driver(robot: str, iface: str, domain: int, supervisor: SafetySupervisor):
-    if robot == "h1_2":
+def make_driver(robot: RobotSpec, iface: str, domain: int, supervisor: SafetySupervisor | None):
+    """The DDS driver of ``robot`` (the H1-2 on unitree_hg, or the simulated peg arm)."""
+    if robot.name == "h1_2":
         from .unitree.h1_2 import H1_2Driver
 
-        return H1_2Driver(iface=iface, domain=domain, supervisor=supervisor)
-    raise HardwareError(f"no deploy driver for robot {robot!r}; robots: h1_2")
+        return H1_2Driver(iface=iface, domain=domain, supervisor=supervisor, robot=robot)
+    if robot.name == "peg_arm":
+        from .arms.sim import PegArmDriver
+
+        return PegArmDriver(iface=iface, domain=domain, supervisor=supervisor, robot=robot)
+    raise HardwareError(f"no DDS driver for robot {robot.name!r}; robots: h1_2, peg_arm "
+                        "(real UR and Franka arms: embody.hardware.arms)")
 
 
 def wait_phase(supervisor: SafetySupervisor, phase: Phase, timeout_s: float) -> None:
@@ -151,7 +159,8 @@ def run_policy(driver, runner: PolicyRunner, supervisor: SafetySupervisor, cfg: 
         state = driver.read_state()
         state.time = np.array([time.monotonic() - t0])  # the task's clock: time since the episode began
         driver.send_command(runner.command(state))
-        max_tilt = max(max_tilt, float(np.arccos(np.clip(-projected_gravity(state.imu_quat)[0, 2], -1, 1))))
+        if state.imu_quat is not None:
+            max_tilt = max(max_tilt, float(np.arccos(np.clip(-projected_gravity(state.imu_quat)[0, 2], -1, 1))))
         steps += 1
         next_t += period
         time.sleep(max(0.0, next_t - time.monotonic()))
@@ -165,20 +174,22 @@ def deploy(run: Path, cfg: DeployConfig, overrides: list[str] = (), commands: np
     runner = PolicyRunner(run, overrides, commands)
     if runner.robot.name != cfg.robot:
         raise HardwareError(f"{run} was trained for robot {runner.robot.name!r}, not {cfg.robot!r}")
-    supervisor = SafetySupervisor(runner.robot, cfg.supervisor)
-    sim = start_robot_sim(cfg.robot, iface, cfg.domain, cfg.band) if start_sim else None
+    band = cfg.band and cfg.robot == "h1_2"
+    sim = start_robot_sim(cfg.robot, iface, cfg.domain, band) if start_sim else None
+    driver = make_driver(runner.robot, iface, cfg.domain, None)
+    config = dataclasses.replace(cfg.supervisor or driver.supervisor.config, ramp_s=cfg.ramp_s)
+    supervisor = driver.supervisor = SafetySupervisor(runner.robot, config)
     try:
-        driver = make_driver(cfg.robot, iface, cfg.domain, supervisor)
         driver.connect(cfg.connect_timeout_s)
         with driver:
             supervisor.install_signal_handlers()
             supervisor.start_ramp()
-            wait_phase(supervisor, Phase.HOLD, cfg.supervisor.ramp_s + 5.0)
+            wait_phase(supervisor, Phase.HOLD, cfg.ramp_s + 5.0)
             time.sleep(cfg.hold_s)
-            if sim is not None and cfg.band:
-                from .robot_sim import set_band
+            if sim is not None and band:
+                from .robot_sim import sim_control
 
-                set_band(cfg.domain, iface, engaged=False)
+                sim_control(cfg.domain, iface, band=False)
             summary = run_policy(driver, runner, supervisor, cfg)
             summary["driver"] = dict(driver.stats)
     finally:

@@ -11,6 +11,10 @@ from cyclonedds.idl.types import uint8
 TOPIC_SIM_CONTROL = "rt/embody/sim_control"
 
 
+KEEP = 255  # leave the band as it is
+
+
 @dataclass
 class SimControl_(IdlStruct, typename="embody_sim.msg.dds_.SimControl_"):
-    band: uint8  # 1: hold the robot on the elastic band, 0: release it
+    band: uint8  # 1: hold the robot on the elastic band, 0: release it, KEEP: leave it
+    reset: uint8  # 1: put the robot back into its start state (default pose, band as started)

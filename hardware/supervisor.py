@@ -89,6 +89,7 @@ class SupervisorConfig:
     max_wrench_n: float | None = None  # arms: |‖f‖ − ‖f₀‖| beyond -> DAMPING (see the module docstring)
     workspace: Box | None = None  # arms: ee_pos outside this (lower, upper) box -> DAMPING
     clamp_log_interval_s: float = 1.0  # at most one clamp message per joint per interval
+    passive_before_ramp: bool = False  # arms: motors disabled (their brakes hold) until the ramp, not zero torque
 
     def __post_init__(self) -> None:
         positive = ("ramp_s", "watchdog_s", "max_temperature_c", "velocity_fault_factor", "max_gain_factor",
@@ -290,7 +291,9 @@ class SafetySupervisor:
             return JointCommand.damping(self._n, self.config.damping_kd)
         self._capture_wrench_nominal(state)
         if self._phase is Phase.ZERO_TORQUE:
-            return JointCommand.zero_torque(self._n)
+            idle = JointCommand.zero_torque(self._n)
+            idle.enable[:] = not self.config.passive_before_ramp
+            return idle
 
         fault = self._check_state(state, state_age)
         if fault is not None:

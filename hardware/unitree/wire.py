@@ -46,27 +46,6 @@ def from_cdr(data: bytes, name: str) -> np.ndarray:
     return out
 
 
-def write(writer, cdr: bytes) -> None:
-    """Publish a CDR sample on a cyclonedds DataWriter of the matching type."""
-    from cyclonedds._clayer import ddspy_write
-    from cyclonedds.core import DDSException
-
-    ret = ddspy_write(writer._ref, cdr)
-    if ret < 0:
-        raise DDSException(ret, f"writing on {writer!r}")
-
-
-def take(reader, n: int = 64) -> list[bytes]:
-    """Raw CDR samples waiting on a cyclonedds DataReader (valid data only)."""
-    from cyclonedds._clayer import ddspy_take
-    from cyclonedds.core import DDSException, InstanceState, SampleState, ViewState
-
-    ret = ddspy_take(reader._ref, SampleState.Any | ViewState.Any | InstanceState.Any, n)
-    if isinstance(ret, int):
-        raise DDSException(ret, f"taking from {reader!r}")
-    return [data for data, info in ret if info.valid_data]
-
-
 def check_against_cyclonedds() -> None:
     """Refuse to run if this cyclonedds serializes the messages differently from ``to_cdr``."""
     rng = np.random.default_rng(0)

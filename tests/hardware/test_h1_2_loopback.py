@@ -63,6 +63,11 @@ def sim():
 
 
 def make_driver(robot, **cfg) -> H1_2Driver:
+    """A driver for a fresh start: robot-sim reset to its default pose on the band."""
+    from embody.hardware.robot_sim import sim_control
+
+    sim_control(DOMAIN, "lo", reset=True)
+    time.sleep(0.2)
     sup = SafetySupervisor(robot, SupervisorConfig(**{"ramp_s": 1.0, "watchdog_s": 0.2, **cfg}))
     driver = H1_2Driver(iface="lo", domain=DOMAIN, supervisor=sup, robot=robot)
     driver.connect(timeout_s=10.0)
@@ -118,7 +123,7 @@ def test_estop_damps(sim, robot):
 
 
 def test_writer_failure_is_never_silent(sim, robot, monkeypatch):
-    from embody.hardware.unitree import wire
+    from embody.hardware import dds_driver
 
     driver = make_driver(robot)
     try:
@@ -127,7 +132,7 @@ def test_writer_failure_is_never_silent(sim, robot, monkeypatch):
         def broken(writer, data):
             raise OSError("transport gone")
 
-        monkeypatch.setattr(wire, "write", broken)
+        monkeypatch.setattr(dds_driver, "write", broken)
         assert wait_for(lambda: driver._error is not None, 1.0)
         assert driver.supervisor.phase is Phase.DAMPING
         with pytest.raises(RuntimeError, match="writer stopped.*transport gone"):

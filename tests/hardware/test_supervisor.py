@@ -180,6 +180,15 @@ def test_zero_torque_runs_no_checks(h1):
     assert sup.phase is Phase.ZERO_TORQUE
 
 
+def test_arms_stay_braked_before_the_ramp(h1):
+    """passive_before_ramp: disabled motors (an arm's brakes hold it), not enabled ones with zero torque."""
+    enabled, _ = make(h1)
+    braked, _ = make(h1, SupervisorConfig(passive_before_ramp=True))
+    assert enabled.step(None, 0.0, None).enable.all()
+    out = braked.step(None, 0.0, None)
+    assert not out.enable.any() and not out.kp.any() and not out.tau.any()
+
+
 def test_start_policy_outside_hold_raises(h1):
     sup, clock = make(h1)
     with pytest.raises(PhaseError, match="start_policy.*HOLD.*ZERO_TORQUE"):
