@@ -9,11 +9,14 @@ simulated robot) → policy at 50 Hz → damping on exit, fault, Ctrl-C or SIGTE
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 import dataclasses
 from dataclasses import dataclass
@@ -109,18 +112,35 @@ def parse_target(target: str) -> tuple[bool, str]:
 
 
 def start_robot_sim(robot: str, iface: str, domain: int, band: bool, timeout_s: float = 60.0) -> subprocess.Popen:
-    """``embody robot-sim`` as a child process; returns once it serves (its ready line)."""
+    """``embody robot-sim`` as a child process; returns once it serves (its ready line). Its output is
+    drained from then on (a full pipe would stall it) into ``proc.output``, last lines kept."""
     cmd = [sys.executable, "-m", "embody.cli", "robot-sim", robot, "--iface", iface, "--domain", str(domain)]
     proc = subprocess.Popen(cmd + (["--band"] if band else []), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    deadline = time.monotonic() + timeout_s
+    deadline, seen = time.monotonic() + timeout_s, []
     for line in proc.stdout:
+        seen.append(line)
         if "serving" in line:
+            proc.output = collections.deque(seen, maxlen=50)
+            threading.Thread(target=proc.output.extend, args=(proc.stdout,), daemon=True).start()
             return proc
         if time.monotonic() > deadline:
             break
     proc.kill()
-    raise RuntimeError(f"robot-sim {robot} did not start: {' '.join(cmd)}")
+    raise HardwareError(f"robot-sim {robot} did not start: {' '.join(cmd)}\n{''.join(seen[-20:])}")
+
+
+def stop_robot_sim(proc: subprocess.Popen) -> str:
+    """Stop a robot-sim child as Ctrl-C would; returns its last line (its statistics)."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    time.sleep(0.05)  # let the drain thread take the final line
+    return proc.output[-1].strip() if proc.output else ""
 
 
 def make_driver(robot: RobotSpec, iface: str, domain: int, supervisor: SafetySupervisor | None):
@@ -179,6 +199,7 @@ def deploy(run: Path, cfg: DeployConfig, overrides: list[str] = (), commands: np
     driver = make_driver(runner.robot, iface, cfg.domain, None)
     config = dataclasses.replace(cfg.supervisor or driver.supervisor.config, ramp_s=cfg.ramp_s)
     supervisor = driver.supervisor = SafetySupervisor(runner.robot, config)
+    summary: dict = {}
     try:
         driver.connect(cfg.connect_timeout_s)
         with driver:
@@ -190,13 +211,11 @@ def deploy(run: Path, cfg: DeployConfig, overrides: list[str] = (), commands: np
                 from .robot_sim import sim_control
 
                 sim_control(cfg.domain, iface, band=False)
-            summary = run_policy(driver, runner, supervisor, cfg)
-            summary["driver"] = dict(driver.stats)
+            summary.update(run_policy(driver, runner, supervisor, cfg), driver=dict(driver.stats))
     finally:
         supervisor.uninstall_signal_handlers()
         if sim is not None:
-            sim.terminate()
-            sim.wait(10)
+            summary["robot_sim"] = stop_robot_sim(sim)
     summary["events"] = [{"t": e.time, "from": e.old.name, "to": e.new.name, "reason": e.reason}
                          for e in supervisor.events]
     summary["counters"] = dict(supervisor.counters)

@@ -54,10 +54,10 @@ class SimServer:
         self.brakes = brakes  # a disabled joint is held by its brake (arms) rather than passive (the H1-2)
         self._lock = threading.Lock()
         self._reset_requested = False
-        self.reset()
         self._stop = threading.Event()
         self._endpoints: list = []
         self.stats = {"steps": 0, "commands": 0, "crc_errors": 0, "malformed": 0, "late_steps": 0}
+        self.reset()
 
     # -- physics -----------------------------------------------------------------------------
     def reset(self) -> None:
@@ -232,6 +232,14 @@ class H1_2Server(SimServer):
         force, torque = self.band.wrench(attach, lin, ang, self._anchor, self._stiffness)
         d.xfrc_applied[b, :3] = force
         d.xfrc_applied[b, 3:] = torque + np.cross(attach - d.xipos[b], force)  # xfrc acts at the COM
+
+    @property
+    def band_on(self) -> bool:
+        return self.stats.get("band", False)
+
+    @band_on.setter
+    def band_on(self, on: bool) -> None:
+        self.stats["band"] = on  # reported with the statistics when robot-sim stops
 
     def reset(self) -> None:
         super().reset()

@@ -93,3 +93,4 @@ def test_deploy_runs_the_whole_sequence_on_the_simulated_robot(velocity_run):
     else:
         assert out.returncode == 0 and summary["policy_s"] >= 1.0
     assert summary["policy_steps"] > 0 and summary["driver"]["crc_errors"] == 0
+    assert "'band': False" in summary["robot_sim"]  # released when the policy started
