@@ -5,7 +5,6 @@ time. Poses and gaps are asserted, not rates (those go to `embody bench hardware
 """
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ import pytest
 
 pytest.importorskip("cyclonedds", reason="needs the hardware extra")
 
+from embody.hardware.deploy import stop_robot_sim  # noqa: E402
 from embody.hardware.interface import HardwareError, JointCommand, RobotConnectionError  # noqa: E402
 from embody.hardware.supervisor import Phase, SafetySupervisor, SupervisorConfig  # noqa: E402
 from embody.hardware.unitree import messages as msg  # noqa: E402
@@ -30,15 +30,6 @@ def start_sim(domain: int, band: bool = True) -> subprocess.Popen:
     from embody.hardware.deploy import start_robot_sim
 
     return start_robot_sim("h1_2", "lo", domain, band)
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def wait_for(predicate, timeout_s: float) -> bool:
@@ -59,7 +50,7 @@ def robot():
 def sim():
     proc = start_sim(DOMAIN)
     yield proc
-    stop(proc)
+    stop_robot_sim(proc)
 
 
 def make_driver(robot, **cfg) -> H1_2Driver:
@@ -157,7 +148,7 @@ def test_server_killed_mid_run_damps_within_the_watchdog(robot):
         assert not driver._sent.kp.any()  # what the writer sends from now on
     finally:
         driver.close()
-        stop(proc)
+        stop_robot_sim(proc)
 
 
 def test_bad_crc_states_are_dropped_and_counted(robot):
