@@ -142,8 +142,11 @@ class SimServer:
     def _on_control(self, reader) -> None:
         if reader is None:
             return
+        from .sim_control import SimControl_
+
         for sample in reader.take(N=16):
-            self.control(sample)
+            if isinstance(sample, SimControl_):  # not the InvalidSample a departing writer leaves
+                self.control(sample)
 
     def control(self, sample) -> None:
         """Apply a SimControl_ (reset; the H1-2 also handles the band)."""
