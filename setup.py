@@ -16,6 +16,7 @@ ROOTS = {
     "embody.assets": "assets",
     "embody.benchmarks": "benchmarks",
     "embody.papers": "papers",
+    "embody.datasets": "datasets",
 }
 
 packages, package_dir = [], {}

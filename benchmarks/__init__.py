@@ -10,6 +10,7 @@ import importlib
 
 BENCHMARKS = {
     "core": "embody.benchmarks.core",
+    "datasets": "embody.benchmarks.datasets",
     "hardware": "embody.benchmarks.hardware",
     "learning": "embody.benchmarks.learning",
     "sims": "embody.benchmarks.sims",

@@ -1,4 +1,5 @@
-"""The ``embody`` command line: list, train, distill, eval, video, sim2sim, robot-sim, deploy, bench."""
+"""The ``embody`` command line: list, train, distill, eval, video, sim2sim, robot-sim, deploy, record, replay,
+dataset, bench."""
 
 from __future__ import annotations
 
@@ -119,6 +120,53 @@ def _cmd_deploy(args) -> int:
     return 0 if summary["ended_in"] == "POLICY" else 1
 
 
+def _cmd_record(args) -> int:
+    from embody.datasets.record import RecordConfig, record
+
+    cfg = RecordConfig(task=args.task, episodes=args.episodes, out=Path(args.out),
+                       policy=Path(args.policy) if args.policy else None, sim=args.sim, n_envs=args.envs,
+                       seed=args.seed, video=not args.no_video, overrides=args.set or [])
+    print(json.dumps(record(cfg), indent=2))
+    return 0
+
+
+def _cmd_replay(args) -> int:
+    from embody.datasets import replay
+    from embody.datasets.format import load
+
+    ds = load(Path(args.dir))
+    if args.robot:
+        result = replay.to_robot(ds, args.robot, args.target, args.domain)
+    elif args.mode == "kinematic":
+        result = replay.kinematic(ds, args.sim, Path(args.out) if args.out else None)
+    else:
+        result = replay.dynamic(ds, args.sim)
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+def _cmd_dataset(args) -> int:
+    from embody.datasets import format as fmt
+    from embody.datasets import inspect
+
+    root = Path(args.dir)
+    if args.action == "validate":
+        problems = fmt.validate(root)
+        print("\n".join(problems) if problems else f"{root}: valid")
+        return 1 if problems else 0
+    if args.action == "compact":
+        fmt.compact(root)
+        print(f"{root}: compacted")
+        return 0
+    ds = fmt.load(root)
+    if args.action == "plot":
+        paths = inspect.plot(ds, Path(args.out or root / "plots"), episode=args.episode)
+        print(f"{len(paths)} plots written to {paths[0].parent if paths else args.out}")
+        return 0
+    print(json.dumps(inspect.info(ds) if args.action == "info" else inspect.stats(ds), indent=2))
+    return 0
+
+
 def _cmd_bench(args) -> int:
     from embody.benchmarks import run_benchmark
 
@@ -196,6 +244,36 @@ def build_parser() -> argparse.ArgumentParser:
     dp.add_argument("--no-band", action="store_true", help="sim: start the robot standing, without the band")
     dp.add_argument("--set", action="append", metavar="KEY=VALUE", help="override the run's config")
     dp.set_defaults(fn=_cmd_deploy)
+
+    rc = sub.add_parser("record", help="record episodes of a task into a LeRobot v3.0 dataset")
+    rc.add_argument("task")
+    rc.add_argument("--episodes", type=int, required=True)
+    rc.add_argument("--out", required=True, help="dataset directory (new, or one to append to)")
+    rc.add_argument("--policy", metavar="RUN", help="a trained run (default: the task's scripted expert, else random)")
+    rc.add_argument("--sim", default="mujoco")
+    rc.add_argument("--envs", type=int, default=4, help="episodes recorded in parallel")
+    rc.add_argument("--seed", type=int, default=0)
+    rc.add_argument("--no-video", action="store_true", help="skip the camera video")
+    rc.add_argument("--set", action="append", metavar="KEY=VALUE", help="override the env config, e.g. "
+                    "env.randomization.enabled=false")
+    rc.set_defaults(fn=_cmd_record)
+
+    rp = sub.add_parser("replay", help="replay a dataset in a simulator (kinematic or dynamic) or on a robot")
+    rp.add_argument("dir")
+    rp.add_argument("--sim", default="mujoco")
+    rp.add_argument("--mode", choices=["kinematic", "dynamic"], default="kinematic")
+    rp.add_argument("--out", help="kinematic: an MP4 of the replay")
+    rp.add_argument("--robot", help="h1_2 or peg_arm: send the recorded joint targets through the supervisor")
+    rp.add_argument("--target", default="sim", help="with --robot: sim or dds:IFACE")
+    rp.add_argument("--domain", type=int, default=0)
+    rp.set_defaults(fn=_cmd_replay)
+
+    ds = sub.add_parser("dataset", help="inspect, check, plot or compact a dataset")
+    ds.add_argument("action", choices=["info", "validate", "stats", "plot", "compact"])
+    ds.add_argument("dir")
+    ds.add_argument("--episode", type=int, default=0, help="plot: the episode")
+    ds.add_argument("--out", help="plot: output folder (default: DIR/plots)")
+    ds.set_defaults(fn=_cmd_dataset)
 
     b = sub.add_parser("bench", help="benchmarks against peers (embody bench core)")
     b.add_argument("name", nargs="?", default=None, help="benchmark name; omitted: list them")
