@@ -150,6 +150,17 @@ def _cmd_dataset(args) -> int:
     from embody.datasets import inspect
 
     root = Path(args.dir)
+    if args.action in ("export-minari", "import-minari"):
+        from embody.datasets import minari
+
+        if args.action == "export-minari":
+            print(f"Minari dataset written to {minari.export_minari(root, args.out, args.dataset_id)}")
+        else:
+            if not (args.out and args.fps):
+                raise SystemExit("embody dataset import-minari: --out DIR and --fps N are required")
+            ds = minari.import_minari(root, args.out, fps=args.fps)
+            print(f"{ds.num_episodes} episodes, {ds.num_frames} frames imported into {args.out}")
+        return 0
     if args.action == "validate":
         problems = fmt.validate(root)
         print("\n".join(problems) if problems else f"{root}: valid")
@@ -269,10 +280,13 @@ def build_parser() -> argparse.ArgumentParser:
     rp.set_defaults(fn=_cmd_replay)
 
     ds = sub.add_parser("dataset", help="inspect, check, plot or compact a dataset")
-    ds.add_argument("action", choices=["info", "validate", "stats", "plot", "compact"])
-    ds.add_argument("dir")
+    ds.add_argument("action", choices=["info", "validate", "stats", "plot", "compact", "export-minari", "import-minari"])
+    ds.add_argument("dir", help="the dataset (import-minari: the Minari dataset)")
     ds.add_argument("--episode", type=int, default=0, help="plot: the episode")
-    ds.add_argument("--out", help="plot: output folder (default: DIR/plots)")
+    ds.add_argument("--out", help="plot: folder (default: DIR/plots); export-minari: the Minari dataset folder "
+                    "(default: under MINARI_DATASETS_PATH); import-minari: the new dataset")
+    ds.add_argument("--dataset-id", help="export-minari: the Minari id (default: embody/<task>-v0)")
+    ds.add_argument("--fps", type=int, help="import-minari: the frame rate to record (Minari stores none)")
     ds.set_defaults(fn=_cmd_dataset)
 
     b = sub.add_parser("bench", help="benchmarks against peers (embody bench core)")

@@ -78,6 +78,10 @@ def test_dataset_commands(peg_dataset, tmp_path):
     assert len(stats["observation.state"]["mean"]) == 7
     out = cli("dataset", "plot", peg_dataset, "--out", tmp_path / "plots")
     assert out.returncode == 0 and len(list((tmp_path / "plots").glob("*.png"))) == 7 + 3  # joints + actions
+    exported = cli("dataset", "export-minari", peg_dataset, "--out", tmp_path / "minari", "--dataset-id", "embody/peg-v0")
+    assert exported.returncode == 0, exported.stderr
+    back = cli("dataset", "import-minari", tmp_path / "minari", "--out", tmp_path / "back", "--fps", 25)
+    assert back.returncode == 0 and load(tmp_path / "back").num_frames == load(peg_dataset).num_frames
     bad = cli("replay", tmp_path / "nothing-here")
     assert bad.returncode == 2 and "nothing-here" in bad.stderr
 
