@@ -533,6 +533,11 @@ class DatasetWriter:
         self._videos: dict[str, _video.EpisodeVideoWriter] = {}
         self._image_stats: dict[str, _ImageStats] = {}
 
+    @property
+    def pending_frames(self) -> int:
+        """Frames added since the last save (the episode being recorded)."""
+        return len(self._timestamps)
+
     # recording --------------------------------------------------------------------------------
     def add_frame(self, frame: dict[str, np.ndarray], task: str) -> None:
         """Buffer one frame: every declared feature (shape-checked), optional ``timestamp`` (s)."""

@@ -113,7 +113,7 @@ def _cmd_deploy(args) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     cfg = DeployConfig(robot=args.robot, target=args.target, domain=args.domain, duration_s=args.duration,
-                       band=not args.no_band, ramp_s=args.ramp)
+                       band=not args.no_band, ramp_s=args.ramp, record=Path(args.record) if args.record else None)
     commands = None if args.command is None else np.array([float(x) for x in args.command.split(",")])
     summary = deploy(Path(args.run), cfg, args.set or [], commands)
     print(json.dumps(summary, indent=2))
@@ -253,6 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
     dp.add_argument("--ramp", type=float, default=2.0, help="seconds to ramp to the default pose (default: 2)")
     dp.add_argument("--command", help="velocity command vx,vy,yaw_rate for velocity tasks (default: the task's)")
     dp.add_argument("--no-band", action="store_true", help="sim: start the robot standing, without the band")
+    dp.add_argument("--record", metavar="DIR", help="record what was sent and received into a dataset (one episode)")
     dp.add_argument("--set", action="append", metavar="KEY=VALUE", help="override the run's config")
     dp.set_defaults(fn=_cmd_deploy)
 

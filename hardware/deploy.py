@@ -78,8 +78,10 @@ class PolicyRunner:
 
     @torch.no_grad()
     def command(self, state: RobotState) -> JointCommand:
+        """The joint command for ``state``; the observation and action stay in ``last``."""
         obs = self.observe(state)
         action = self.policy.act(torch.as_tensor(obs, dtype=torch.float32), deterministic=True).numpy()
+        self.last = (obs, action)
         targets = self.task.action_to_command(action.astype(np.float64))
         self.task.after_step(action)
         self._fix_commands()  # the task would resample commands on its own schedule
@@ -100,6 +102,7 @@ class DeployConfig:
     band: bool = True  # sim: start on the band, release it when the policy starts
     ramp_s: float = 2.0  # to the default pose
     supervisor: SupervisorConfig | None = None  # None: the driver's default for the robot (ramp_s applies)
+    record: Path | None = None  # a dataset to record the deployment into (one episode)
 
 
 def parse_target(target: str) -> tuple[bool, str]:
@@ -167,7 +170,8 @@ def wait_phase(supervisor: SafetySupervisor, phase: Phase, timeout_s: float) -> 
         time.sleep(0.01)
 
 
-def run_policy(driver, runner: PolicyRunner, supervisor: SafetySupervisor, cfg: DeployConfig) -> dict:
+def run_policy(driver, runner: PolicyRunner, supervisor: SafetySupervisor, cfg: DeployConfig,
+               recorder=None) -> dict:
     """The 50 Hz loop; stops after ``duration_s`` or when the supervisor damps. Returns a summary."""
     runner.reset()
     supervisor.start_policy()
@@ -178,7 +182,10 @@ def run_policy(driver, runner: PolicyRunner, supervisor: SafetySupervisor, cfg: 
     while time.monotonic() - t0 < cfg.duration_s and supervisor.phase is Phase.POLICY:
         state = driver.read_state()
         state.time = np.array([time.monotonic() - t0])  # the task's clock: time since the episode began
-        driver.send_command(runner.command(state))
+        age = driver.state_age()
+        sent = driver.send_command(runner.command(state))
+        if recorder is not None:
+            recorder.add(state, *runner.last, sent, supervisor.phase, age)
         if state.imu_quat is not None:
             max_tilt = max(max_tilt, float(np.arccos(np.clip(-projected_gravity(state.imu_quat)[0, 2], -1, 1))))
         steps += 1
@@ -200,6 +207,12 @@ def deploy(run: Path, cfg: DeployConfig, overrides: list[str] = (), commands: np
     config = dataclasses.replace(cfg.supervisor or driver.supervisor.config, ramp_s=cfg.ramp_s)
     supervisor = driver.supervisor = SafetySupervisor(runner.robot, config)
     summary: dict = {}
+    recorder = None
+    if cfg.record is not None:
+        from .recorder import DeployRecorder
+
+        recorder = DeployRecorder(cfg.record, runner, round(cfg.policy_hz),
+                                  {"task": runner.task.name, "run": str(run), "robot": cfg.robot, "target": cfg.target})
     try:
         driver.connect(cfg.connect_timeout_s)
         with driver:
@@ -211,8 +224,10 @@ def deploy(run: Path, cfg: DeployConfig, overrides: list[str] = (), commands: np
                 from .robot_sim import sim_control
 
                 sim_control(cfg.domain, iface, band=False)
-            summary.update(run_policy(driver, runner, supervisor, cfg), driver=dict(driver.stats))
+            summary.update(run_policy(driver, runner, supervisor, cfg, recorder), driver=dict(driver.stats))
     finally:
+        if recorder is not None:
+            summary["recorded"] = {"dataset": str(cfg.record), "episodes": recorder.close()}
         supervisor.uninstall_signal_handlers()
         if sim is not None:
             summary["robot_sim"] = stop_robot_sim(sim)

@@ -80,10 +80,11 @@ def test_deploy_refuses_an_unknown_target(velocity_run):
 
 
 @pytest.mark.slow
-def test_deploy_runs_the_whole_sequence_on_the_simulated_robot(velocity_run):
-    """zero torque → ramp → hold → band released → policy → damping at exit, over loopback DDS."""
+def test_deploy_runs_the_whole_sequence_on_the_simulated_robot(velocity_run, tmp_path):
+    """zero torque → ramp → hold → band released → policy → damping at exit, over loopback DDS,
+    recorded into a dataset."""
     out = deploy_cli(velocity_run, "--robot", "h1_2", "--target", "sim", "--domain", DOMAIN, "--duration", 1.0,
-                     "--ramp", 0.5, "--command", "0,0,0")
+                     "--ramp", 0.5, "--command", "0,0,0", "--record", tmp_path / "deployed")
     summary = json.loads(out.stdout[out.stdout.index("{"):])
     phases = [(e["from"], e["to"]) for e in summary["events"]]
     assert phases[:3] == [("ZERO_TORQUE", "RAMP"), ("RAMP", "HOLD"), ("HOLD", "POLICY")], summary["events"]
@@ -94,3 +95,8 @@ def test_deploy_runs_the_whole_sequence_on_the_simulated_robot(velocity_run):
         assert out.returncode == 0 and summary["policy_s"] >= 1.0
     assert summary["policy_steps"] > 0 and summary["driver"]["crc_errors"] == 0
     assert "'band': False" in summary["robot_sim"]  # released when the policy started
+    from embody.datasets.format import load
+
+    episode = load(tmp_path / "deployed").episode(0)
+    assert len(episode["action"]) == summary["policy_steps"]
+    assert np.isfinite(episode["embody.sent.q"]).all() and episode["embody.sent.kp"][0].any()
