@@ -11,6 +11,7 @@ robot, and the next ``read_state``/``send_command`` raises it.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -129,14 +130,15 @@ class DdsDriver:
         with self._lock:
             if self._state is None:
                 raise RobotConnectionError("no state yet: call connect() first")
-            return self._state
+            return dataclasses.replace(self._state)  # the caller may set fields (deploy sets the task clock)
 
     def state_age(self) -> float:
         with self._lock:
             return time.monotonic() - self._state_t
 
     def send_command(self, command: JointCommand) -> JointCommand:
-        """Hand ``command`` to the writer thread; returns the command of the next tick that carried it."""
+        """Hand ``command`` to the writer thread; returns the command of the next tick that carried it
+        (or, if the writer is more than 10 ticks late, the last one it sent)."""
         self._raise_if_failed()
         if len(command.q) != self.robot.n_joints:
             raise ValueError(f"command for {len(command.q)} joints; the {self.robot.name} has {self.robot.n_joints}")
