@@ -18,6 +18,16 @@ BENCHMARKS = {
 }
 
 
+def save_results(out: str | None, result) -> None:
+    """``OUT/results.json`` when ``--out`` was given."""
+    if out:
+        import json
+        from pathlib import Path
+
+        Path(out).mkdir(parents=True, exist_ok=True)
+        Path(out, "results.json").write_text(json.dumps(result, indent=2))
+
+
 def run_benchmark(name: str | None, argv: list[str]) -> int:
     if name is None:
         print("benchmarks:", ", ".join(sorted(BENCHMARKS)), "(run: embody bench NAME [--help])")

@@ -26,7 +26,6 @@ loading ≥ 3× that.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 import time
@@ -212,6 +211,8 @@ def measure(n_episodes: int, n_frames: int, work: Path, repeats: int = 3, item_c
 
 
 def main(argv: list[str]) -> int:
+    from embody.benchmarks import save_results
+
     p = argparse.ArgumentParser(prog="embody bench datasets", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--episodes", type=int, default=50)
@@ -225,9 +226,7 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="embody-bench-datasets-") as tmp:
         result = measure(args.episodes, args.frames, Path(tmp), args.repeats)
     _print(result)
-    if args.out:
-        Path(args.out).mkdir(parents=True, exist_ok=True)
-        Path(args.out, "results.json").write_text(json.dumps(result, indent=2))
+    save_results(args.out, result)
     return 0
 
 

@@ -15,10 +15,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -149,7 +147,9 @@ def straightforward_loop(robot, domain: int, seconds: float) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    from embody.hardware.deploy import start_robot_sim
+    from embody.benchmarks import save_results
+
+    from embody.hardware.deploy import start_robot_sim, stop_robot_sim
     from embody.robots import get_robot
 
     p = argparse.ArgumentParser(prog="embody bench hardware", description=__doc__,
@@ -165,12 +165,9 @@ def main(argv: list[str]) -> int:
         result["embody"] = ours_loop(robot, args.domain, args.seconds)
         result["straightforward"] = straightforward_loop(robot, args.domain, args.seconds)
     finally:
-        sim.terminate()
-        sim.wait(10)
+        stop_robot_sim(sim)
     _print(result)
-    if args.out:
-        Path(args.out).mkdir(parents=True, exist_ok=True)
-        Path(args.out, "results.json").write_text(json.dumps(result, indent=2))
+    save_results(args.out, result)
     return 0
 
 

@@ -10,10 +10,8 @@ speed that survives observations, rewards, resets and randomization (1.0: no ove
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -49,6 +47,8 @@ def measure(task: str, sim: str, n_envs: int, steps: int) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    from embody.benchmarks import save_results
+
     from embody.sims import installed_simulators
     from embody.sims.tasks import TASKS
 
@@ -77,7 +77,5 @@ def main(argv: list[str]) -> int:
         else:
             print(f"| {r['task']} | {r['sim']} | {r['env_steps_per_s']:,.0f} | {r['physics_only_per_s']:,.0f} | "
                   f"{r['ratio']:.2f} |")
-    if args.out:
-        Path(args.out).mkdir(parents=True, exist_ok=True)
-        Path(args.out, "results.json").write_text(json.dumps(rows, indent=2))
+    save_results(args.out, rows)
     return 0
