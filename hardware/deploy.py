@@ -125,7 +125,8 @@ def start_robot_sim(robot: str, iface: str, domain: int, band: bool, timeout_s: 
         seen.append(line)
         if "serving" in line:
             proc.output = collections.deque(seen, maxlen=50)
-            threading.Thread(target=proc.output.extend, args=(proc.stdout,), daemon=True).start()
+            proc.drain = threading.Thread(target=proc.output.extend, args=(proc.stdout,), daemon=True)
+            proc.drain.start()
             return proc
         if time.monotonic() > deadline:
             break
@@ -142,7 +143,7 @@ def stop_robot_sim(proc: subprocess.Popen) -> str:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-    time.sleep(0.05)  # let the drain thread take the final line
+    proc.drain.join(5.0)  # it ends at the pipe's end, after the final line
     return proc.output[-1].strip() if proc.output else ""
 
 
