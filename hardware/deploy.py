@@ -135,9 +135,9 @@ def start_robot_sim(robot: str, iface: str, domain: int, band: bool, timeout_s: 
 
 
 def stop_robot_sim(proc: subprocess.Popen) -> str:
-    """Stop a robot-sim child as Ctrl-C would; returns its last line (its statistics)."""
+    """Stop a robot-sim child (SIGTERM); returns its last line (its statistics)."""
     if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(10)
         except subprocess.TimeoutExpired:

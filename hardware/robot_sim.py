@@ -291,12 +291,14 @@ def make_server(robot: str, iface: str = "lo", domain: int = 0, band: bool = Fal
 
 
 def serve(robot: str, iface: str = "lo", domain: int = 0, band: bool = False, duration_s: float | None = None) -> None:
-    """The ``embody robot-sim`` command: serve until Ctrl-C (or ``duration_s``)."""
+    """The ``embody robot-sim`` command: serve until Ctrl-C or SIGTERM (or ``duration_s``)."""
+    import signal
+
     server = make_server(robot, iface, domain, band)
+    # both stop the loop, also where SIGINT was ignored at start (children of non-interactive shells)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: server.stop())
     ready = lambda: print(f"robot-sim {robot}: serving on interface {iface!r}, DDS domain {domain}"  # noqa: E731
                           f"{', on the band' if band else ''}", flush=True)
-    try:
-        server.run(duration_s, ready=ready)
-    except KeyboardInterrupt:
-        pass
+    server.run(duration_s, ready=ready)
     print(f"robot-sim {robot}: stopped; {server.stats}", flush=True)
