@@ -217,13 +217,15 @@ class H1_2Velocity(Task):
 
     # -- actions -------------------------------------------------------------------------
     def action_to_command(self, action: np.ndarray) -> np.ndarray:
-        """Leg targets q₀ + scale·a (delayed by each env's action delay); upper body at ``upper_targets``."""
+        """Leg targets q₀ + scale·a (delayed by each env's action delay); upper body at ``upper_targets``;
+        all within the joint ranges, as the hardware safety supervisor will clamp them on the robot (a
+        policy trained to press targets past an ankle's range loses that torque when deployed)."""
         self.action_history = np.roll(self.action_history, 1, axis=0)
         self.action_history[0] = np.clip(action, -10.0, 10.0)
         applied = self.action_history[self.delay, np.arange(self.n_envs)]
         targets = self.upper_targets()
         targets[:, self.legs] = self.q0[self.legs] + self.config.legged.action_scale * applied
-        return targets[:, self.robot.actuated]
+        return np.clip(targets, self.robot.lower, self.robot.upper)[:, self.robot.actuated]
 
     def upper_targets(self) -> np.ndarray:
         """PD targets of all joints (n, j) before the legs are set: the default pose."""

@@ -81,6 +81,18 @@ def test_action_delay_applies_the_previous_action():
     np.testing.assert_allclose(cmd[1, legs], q0[legs] + 0.4 * s)
 
 
+@pytest.mark.parametrize("task", ["h1_2-velocity", "h1_2-stand"])
+def test_targets_stay_within_the_joint_ranges(task):
+    """What the hardware supervisor would clamp, training never commands."""
+    env = make_env(task, n_envs=2, seed=0)
+    env.reset()
+    robot = env.task.robot
+    for action in (np.full((2, env.action_size), 10.0), np.full((2, env.action_size), -10.0)):
+        targets = env.task.action_to_command(action)
+        assert (targets >= robot.lower[robot.actuated]).all() and (targets <= robot.upper[robot.actuated]).all()
+    env.close()
+
+
 def test_a_fall_terminates_the_episode():
     env = velocity_env(n=2, enabled=False)
     env.reset()
