@@ -23,14 +23,10 @@ import numpy as np
 PERIOD = 1.0 / 500.0
 
 
-def _best_us(fn, n: int = 200, repeats: int = 3) -> float:
-    best = np.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(n):
-            fn()
-        best = min(best, time.perf_counter() - start)
-    return best / n * 1e6
+def _best_us(fn, n: int = 200) -> float:
+    from embody.benchmarks import best_seconds
+
+    return best_seconds(fn, n) * 1e6
 
 
 def _baseline_lowcmd(msg, q, kp, kd, seq: int = 0):

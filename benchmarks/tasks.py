@@ -11,19 +11,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 import numpy as np
 
 
-def _rate(step, steps: int, n_envs: int, repeats: int = 3) -> float:
-    best = np.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(steps):
-            step()
-        best = min(best, time.perf_counter() - start)
-    return steps * n_envs / best
+def _rate(step, steps: int, n_envs: int) -> float:
+    from embody.benchmarks import best_seconds
+
+    return n_envs / best_seconds(step, steps)
 
 
 def measure(task: str, sim: str, n_envs: int, steps: int) -> dict:

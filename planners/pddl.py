@@ -101,17 +101,23 @@ def check_domain(domain: Domain) -> None:
             raise PDDLError(f"domain {domain.name}: operator {op.name}: repeated parameter name")
         for part, atoms in (("precondition", op.preconditions), ("add", op.add), ("delete", op.delete)):
             for a in atoms:
-                where = f"domain {domain.name}: operator {op.name}: {part} {a}"
-                if a.predicate not in preds:
-                    raise PDDLError(f"{where}: unknown predicate {a.predicate!r}")
-                sig = preds[a.predicate].params
-                if len(sig) != len(a.args):
-                    raise PDDLError(f"{where}: {a.predicate} takes {len(sig)} arguments, got {len(a.args)}")
-                for arg, (_, typ) in zip(a.args, sig):
-                    if arg not in vtypes:
-                        raise PDDLError(f"{where}: {arg} is not a parameter of the operator")
-                    if typ != "object" and vtypes[arg] != typ:
-                        raise PDDLError(f"{where}: {arg} is a {vtypes[arg]}, {a.predicate} expects a {typ}")
+                _check_atom(f"domain {domain.name}: operator {op.name}: {part} {a}", a, preds, vtypes,
+                            "is not a parameter of the operator")
+
+
+def _check_atom(where: str, a: Atom, preds: dict, typed: dict[str, str], unknown: str) -> None:
+    """``a`` names a known predicate with the right arity, its arguments are in ``typed`` (name → type)
+    with the predicate's types; ``unknown`` says what an argument missing from ``typed`` is."""
+    if a.predicate not in preds:
+        raise PDDLError(f"{where}: unknown predicate {a.predicate!r}")
+    sig = preds[a.predicate].params
+    if len(sig) != len(a.args):
+        raise PDDLError(f"{where}: {a.predicate} takes {len(sig)} arguments, got {len(a.args)}")
+    for arg, (_, typ) in zip(a.args, sig):
+        if arg not in typed:
+            raise PDDLError(f"{where}: {arg!r} {unknown}")
+        if typ != "object" and typed[arg] != typ:
+            raise PDDLError(f"{where}: {arg} is a {typed[arg]}, {a.predicate} expects a {typ}")
 
 
 def check_problem(domain: Domain, problem: Problem) -> None:
@@ -123,17 +129,7 @@ def check_problem(domain: Domain, problem: Problem) -> None:
             raise PDDLError(f"problem {problem.name}: object {obj} has unknown type {typ!r}")
     for part, atoms in (("init", problem.init), ("goal", problem.goal)):
         for a in atoms:
-            where = f"problem {problem.name}: {part} {a}"
-            if a.predicate not in preds:
-                raise PDDLError(f"{where}: unknown predicate {a.predicate!r}")
-            sig = preds[a.predicate].params
-            if len(sig) != len(a.args):
-                raise PDDLError(f"{where}: {a.predicate} takes {len(sig)} arguments, got {len(a.args)}")
-            for arg, (_, typ) in zip(a.args, sig):
-                if arg not in problem.objects:
-                    raise PDDLError(f"{where}: unknown object {arg!r}")
-                if typ != "object" and problem.objects[arg] != typ:
-                    raise PDDLError(f"{where}: {arg} is a {problem.objects[arg]}, {a.predicate} expects a {typ}")
+            _check_atom(f"problem {problem.name}: {part} {a}", a, preds, problem.objects, "is an unknown object")
 
 
 # ---------------------------------------------------------------- writer
