@@ -97,6 +97,13 @@ def _cmd_sim2sim(args) -> int:
     return 0
 
 
+def _floats(text: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+
+
 def _cmd_robot_sim(args) -> int:
     from embody.hardware.robot_sim import serve
 
@@ -114,7 +121,7 @@ def _cmd_deploy(args) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     cfg = DeployConfig(robot=args.robot, target=args.target, domain=args.domain, duration_s=args.duration,
                        band=not args.no_band, ramp_s=args.ramp, record=Path(args.record) if args.record else None)
-    commands = None if args.command is None else np.array([float(x) for x in args.command.split(",")])
+    commands = None if args.command is None else np.array(args.command)
     summary = deploy(Path(args.run), cfg, args.set or [], commands)
     print(json.dumps(summary, indent=2))
     return 0 if summary["ended_in"] == "POLICY" else 1
@@ -251,7 +258,8 @@ def build_parser() -> argparse.ArgumentParser:
     dp.add_argument("--domain", type=int, default=0, help="DDS domain id (default: 0)")
     dp.add_argument("--duration", type=float, default=10.0, help="seconds of policy control (default: 10)")
     dp.add_argument("--ramp", type=float, default=2.0, help="seconds to ramp to the default pose (default: 2)")
-    dp.add_argument("--command", help="velocity command vx,vy,yaw_rate for velocity tasks (default: the task's)")
+    dp.add_argument("--command", type=_floats, help="velocity command vx,vy,yaw_rate for velocity tasks "
+                    "(default: the task's)")
     dp.add_argument("--no-band", action="store_true", help="sim: start the robot standing, without the band")
     dp.add_argument("--record", metavar="DIR", help="record what was sent and received into a dataset (one episode)")
     dp.add_argument("--set", action="append", metavar="KEY=VALUE", help="override the run's config")
