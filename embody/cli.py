@@ -25,7 +25,8 @@ def _cmd_list(args) -> int:
     print("tasks:      ", ", ".join(TASKS.names()))
     print("policies:   ", ", ".join(POLICY_CLASSES.names()))
     extras = {"mujoco": "mujoco", "pybullet": "pybullet", "genesis": "genesis", "driving": "highway_env",
-              "planning": "unified_planning", "hardware": "cyclonedds", "bench": "stable_baselines3"}
+              "planning": "unified_planning", "hardware": "cyclonedds", "ur": "rtde_control", "franka": "pylibfranka",
+              "datasets": "pyarrow", "minari": "minari", "bench": "stable_baselines3"}
     print("extras:     ", ", ".join(f"{e} {'✓' if available(m) else '✗'}" for e, m in extras.items()))
     return 0
 
