@@ -28,7 +28,7 @@ import torch
 from embody.robots import RobotSpec, RobotState
 
 from .interface import HardwareError, JointCommand
-from .supervisor import Phase, SafetySupervisor, SupervisorConfig
+from .supervisor import Phase, PhaseError, SafetySupervisor, SupervisorConfig
 
 log = logging.getLogger("embody.hardware.deploy")
 
@@ -175,7 +175,10 @@ def run_policy(driver, runner: PolicyRunner, supervisor: SafetySupervisor, cfg: 
                recorder=None) -> dict:
     """The 50 Hz loop; stops after ``duration_s`` or when the supervisor damps. Returns a summary."""
     runner.reset()
-    supervisor.start_policy()
+    try:
+        supervisor.start_policy()
+    except PhaseError:  # a fault during the hold (the watchdog, an e-stop): nothing to run
+        return {"policy_s": 0.0, "policy_steps": 0, "max_torso_tilt_deg": 0.0, "ended_in": supervisor.phase.name}
     period, t0 = 1.0 / cfg.policy_hz, time.monotonic()
     next_t, steps, max_tilt = t0, 0, 0.0
     from embody.rotations import projected_gravity
