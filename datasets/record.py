@@ -184,4 +184,4 @@ def record(cfg: RecordConfig) -> dict:
     progress.close()
     env.close()
     return {"dataset": str(cfg.out), "episodes": saved, "return_mean": float(np.mean(returns)),
-            "frames": writer.num_frames if hasattr(writer, "num_frames") else None}
+            "frames": writer.num_frames}
