@@ -15,8 +15,8 @@ from embody.robots import RobotSpec, RobotState
 from ..dds_driver import CrcMismatch, DdsDriver
 from ..interface import HardwareError, JointCommand
 from ..supervisor import SafetySupervisor, SupervisorConfig
+from ..unitree.wire import XCDR1_LE
 
-XCDR1_LE = b"\x00\x01\x00\x00"
 MAX_WRIST_FORCE_N = 60.0  # beyond the peg-insert task's contact forces, far below the Panda's
 WORKSPACE = ((0.2, -0.5, -0.06), (0.9, 0.5, 1.0))  # m, arm base frame, for the peg tip: in front of the arm, above the board or in the hole
 
