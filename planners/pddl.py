@@ -213,7 +213,7 @@ def _parse_error(source: str, e: Exception) -> PDDLError:
     return PDDLError(f"{source}: {msg}")
 
 
-def _read_text(path: str | Path) -> str:
+def read_text(path: str | Path) -> str:
     try:
         return Path(path).read_text()
     except OSError as e:
@@ -330,12 +330,12 @@ def parse_problem(domain_text: str, problem_text: str, domain_source: str = "<do
 
 def read_domain(path: str | Path) -> Domain:
     """Parse a domain file."""
-    return parse_domain(_read_text(path), str(path))
+    return parse_domain(read_text(path), str(path))
 
 
 def read_problem(domain_path: str | Path, problem_path: str | Path) -> Problem:
     """Parse a problem file against its domain file."""
-    return parse_problem(_read_text(domain_path), _read_text(problem_path), str(domain_path), str(problem_path))
+    return parse_problem(read_text(domain_path), read_text(problem_path), str(domain_path), str(problem_path))
 
 
 def write_domain(domain: Domain, path: str | Path) -> Path:
@@ -355,3 +355,95 @@ def to_up_problem(domain: Domain, problem: Problem):
     planners see exactly what ``domain_to_pddl``/``problem_to_pddl`` would write)."""
     check_problem(domain, problem)
     return _parse_up(domain_to_pddl(domain), problem_to_pddl(problem), f"problem {problem.name}")
+
+
+# ---------------------------------------------------------------- problems without their domain
+
+
+def _sexpr(text: str, source: str) -> list:
+    """Nested lists of lower-cased tokens; each list starts with ``("@", line, col)`` of its
+    opening parenthesis, for error messages."""
+    text = re.sub(r";[^\n]*", "", text)
+    stack: list[list] = [[]]
+    line, col = 1, 0
+    for m in re.finditer(r"\(|\)|[^\s()]+|\n", text):
+        tok = m.group()
+        if tok == "\n":
+            line, col = line + 1, m.end()
+            continue
+        where = (line, m.start() - col + 1)
+        if tok == "(":
+            stack.append([("@", *where)])
+        elif tok == ")":
+            if len(stack) == 1:
+                raise PDDLError(f"{source}: line {where[0]}, column {where[1]}: unbalanced ')'")
+            done = stack.pop()
+            stack[-1].append(done)
+        else:
+            stack[-1].append(tok.lower())
+    if len(stack) != 1:
+        at = stack[-1][0]
+        raise PDDLError(f"{source}: line {at[1]}, column {at[2]}: '(' is never closed")
+    return stack[0]
+
+
+def _where(lst: list) -> str:
+    return f"line {lst[0][1]}, column {lst[0][2]}"
+
+
+def _ground_atoms(lst: list, source: str, what: str) -> frozenset[Atom]:
+    body = lst[1:]
+    if body and body[0] == "and":
+        body = body[1:]
+    elif body:  # a single atom
+        body = [lst]
+    out = []
+    for a in body:
+        if not isinstance(a, list) or len(a) < 2 or any(isinstance(x, list) for x in a[1:]):
+            at = _where(a) if isinstance(a, list) else _where(lst)
+            raise PDDLError(f"{source}: {at}: {what}: only positive ground atoms are supported")
+        out.append(Atom(a[1], tuple(a[2:])))
+    return frozenset(out)
+
+
+def parse_problem_text(text: str, source: str = "<problem>") -> Problem:
+    """Parse a typed STRIPS problem on its own (no domain needed, so names can be translated
+    before it is checked against the domain it will be solved with)."""
+    top = [x for x in _sexpr(text, source) if isinstance(x, list)]
+    if len(top) != 1 or len(top[0]) < 3 or top[0][1] != "define":
+        raise PDDLError(f"{source}: expected one '(define (problem NAME) ...)'")
+    name = dname = None
+    objects: dict[str, str] = {}
+    init = goal = frozenset()
+    for sec in top[0][2:]:
+        if not isinstance(sec, list) or len(sec) < 2:
+            raise PDDLError(f"{source}: unexpected {sec!r} in the problem")
+        head, rest = sec[1], sec[2:]
+        if head == "problem" and rest:
+            name = rest[0]
+        elif head == ":domain" and rest:
+            dname = rest[0]
+        elif head == ":objects":
+            pending: list[str] = []
+            it = iter(rest)
+            for tok in it:
+                if tok == "-":
+                    typ = next(it, None)
+                    if not isinstance(typ, str):
+                        raise PDDLError(f"{source}: {_where(sec)}: ':objects' has '-' without a type")
+                    objects.update((o, typ) for o in pending)
+                    pending = []
+                elif isinstance(tok, str):
+                    pending.append(tok)
+            objects.update((o, "object") for o in pending)
+        elif head == ":init":
+            init = _ground_atoms([sec[0], "and", *rest], source, "init")
+        elif head == ":goal":
+            if len(rest) != 1 or not isinstance(rest[0], list):
+                raise PDDLError(f"{source}: {_where(sec)}: ':goal' must hold one formula")
+            goal = _ground_atoms(rest[0], source, "goal")
+        elif head != ":requirements":
+            raise PDDLError(f"{source}: {_where(sec)}: unsupported section {head}")
+    if name is None or dname is None:
+        raise PDDLError(f"{source}: no '(define (problem NAME) (:domain NAME)' header")
+    return Problem(name, dname, objects, init, goal)

@@ -39,7 +39,7 @@ def test_unsolvable_raises_noplan(blocks, planner):
 
 
 def test_unknown_planner_lists_valid_ones(blocks):
-    with pytest.raises(ValueError, match="unknown planner 'lama'; valid planners: fast-downward, pyperplan"):
+    with pytest.raises(ValueError, match="unknown planner 'lama'; valid planners: fast-downward, fast-downward-opt, pyperplan"):
         solve(blocks.domain(), blocks.reverse_tower(2), planner="lama")
 
 
@@ -48,7 +48,7 @@ def test_falls_back_to_pyperplan_when_fast_downward_cannot_run(blocks, monkeypat
 
     def broken_fd(planner, up_problem, timeout_s):
         if planner == "fast-downward":
-            raise solve_mod._PlannerUnavailable("fast-downward could not run: OSError: Exec format error")
+            raise solve_mod.PlannerUnavailable("fast-downward could not run: OSError: Exec format error")
         return real_run(planner, up_problem, timeout_s)
 
     monkeypatch.setattr(solve_mod, "_run", broken_fd)
