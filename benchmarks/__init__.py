@@ -13,6 +13,7 @@ BENCHMARKS = {
     "datasets": "embody.benchmarks.datasets",
     "hardware": "embody.benchmarks.hardware",
     "learning": "embody.benchmarks.learning",
+    "planning": "embody.benchmarks.planning",
     "sims": "embody.benchmarks.sims",
     "tasks": "embody.benchmarks.tasks",
 }
