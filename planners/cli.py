@@ -7,7 +7,6 @@ Plans are written in the IPC format: one ``(action arg ...)`` per line, then ``;
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -117,9 +116,8 @@ def _solve(args) -> int:
 
 def _task(args) -> int:
     from embody.planners.language import ChatClient, goal_from_instruction
-    from embody.planners.pddl import Problem, read_text, parse_problem_text, write_domain
-    from embody.planners.retrieve import Library, resolve_problem
-    from embody.planners.solve import solve
+    from embody.planners.pddl import Problem, parse_problem_text, read_text, write_domain
+    from embody.planners.retrieve import Library
 
     library = Library.load(args.library)
     problem = parse_problem_text(read_text(args.problem), args.problem)
@@ -135,15 +133,13 @@ def _task(args) -> int:
         goal = library.resolve_problem(problem)[0].goal
     resolved = Problem(resolved.name, resolved.domain_name, resolved.objects, resolved.init, goal)
     _say("goal:", " ".join(map(str, sorted(goal))))
-    retrieval = library.retrieve(resolved, args.instruction)
-    for name in retrieval.selected:
-        _say(f"retrieved {name}: {retrieval.reasons[name]}")
-    meta = library.meta_domain(retrieval.selected)
+    task = library.plan_task(resolved, args.instruction, args.planner or "fast-downward", args.timeout,
+                             fallback=args.planner is None)
+    for name in task.retrieval.selected:
+        _say(f"retrieved {name}: {task.retrieval.reasons[name]}")
     if args.meta_out:
-        write_domain(meta.domain, args.meta_out)
-    plan = solve(meta.domain, resolve_problem(resolved, meta.domain)[0], args.planner or "fast-downward",
-                 args.timeout, fallback=args.planner is None)
-    _write_plan(plan, args.out)
+        write_domain(task.meta.domain, args.meta_out)
+    _write_plan(task.plan, args.out)
     return 0
 
 

@@ -74,6 +74,10 @@ class Fusion:
     causal_edges: list[tuple[str, str, str]]  # (operator, operator, predicate)
     sources: dict[str, list[str]] = field(default_factory=dict)  # operator -> ["domain:action", ...]
 
+    def original(self, action: str) -> str:
+        """The name ``action`` had in the first domain it came from (the skill, for learned domains)."""
+        return self.sources[action][0].split(":", 1)[1] if action in self.sources else action
+
     def summary(self) -> dict:
         d = self.domain
         return {"domain": d.name, "operators": len(d.operators), "predicates": len(d.predicates),

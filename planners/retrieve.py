@@ -27,6 +27,7 @@ import numpy as np
 from .embed import get_embedder, humanize, similarity
 from .fuse import Fusion, FusionConfig, fuse, merged_renames, rename_problem
 from .pddl import Atom, Domain, Operator, PDDLError, Problem, check_problem, domain_to_pddl, read_domain
+from .solve import Plan, solve
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,15 @@ class Retrieval:
     selected: list[str]  # atomic names, in the order chosen
     reasons: dict[str, str]
     goal_reachable: bool  # under the delete relaxation, with the selected atomics
+
+
+@dataclass
+class TaskPlan:
+    plan: Plan  # in the meta-domain's names
+    skills: tuple[Atom, ...]  # the same steps, each action named as in its source domain (the skill)
+    retrieval: Retrieval
+    meta: Fusion
+    notes: list[str]
 
 
 # ---------------------------------------------------------------- grounding
@@ -270,6 +280,17 @@ class Library:
     def meta_domain(self, selected: Sequence[str], name: str = "meta") -> Fusion:
         """Fuse the selected atomics (already unified: no further name merging) into one domain."""
         return fuse([self.unified_atomic(n) for n in selected], name, self.cfg, unify=False)
+
+    def plan_task(self, problem: Problem, instruction: str | None = None, planner: str = "fast-downward",
+                  timeout_s: float = 60.0, fallback: bool = True) -> TaskPlan:
+        """Resolve ``problem`` (any vocabulary) → retrieve → fuse the meta-domain → plan → skill names."""
+        resolved, notes = self.resolve_problem(problem)
+        retrieval = self.retrieve(resolved, instruction)
+        meta = self.meta_domain(retrieval.selected)
+        in_meta, more = resolve_problem(resolved, meta.domain)
+        plan = solve(meta.domain, in_meta, planner, timeout_s, fallback)
+        skills = tuple(Atom(self.fusion.original(meta.original(s.predicate)), s.args) for s in plan.steps)
+        return TaskPlan(plan, skills, retrieval, meta, notes + more)
 
     def union_domain(self, name: str = "union") -> Fusion:
         """The naive union of all atomics: identical names merged, nothing else unified."""

@@ -22,10 +22,10 @@ from dataclasses import asdict, dataclass
 from itertools import combinations
 from pathlib import Path
 
-from embody.planners.fuse import Fusion, FusionConfig
+from embody.planners.fuse import FusionConfig
 from embody.planners.learn import learn_domain, save_traces
-from embody.planners.pddl import Domain, Problem, read_domain
-from embody.planners.retrieve import Library, RetrievalConfig, resolve_problem
+from embody.planners.pddl import Atom, Domain, Problem, read_domain
+from embody.planners.retrieve import Library, resolve_problem
 from embody.planners.solve import NoPlan, PlanningError, solve, validate
 from embody.progress import Progress
 
@@ -126,32 +126,36 @@ def resolve_demos(library: Library, traces: dict, cfg: StudyConfig) -> dict:
     return {"solved": solved, "total": total}
 
 
-def _skill_names(*fusions: Fusion):
-    """Map an action of the last fusion back to the skill it came from, through each fusion's sources."""
-    def skill(name: str) -> str:
-        for f in reversed(fusions):
-            name = f.sources[name][0].split(":", 1)[1] if name in f.sources else name
-        return name
-    return skill
-
-
-def _plan_with(domain: Domain, problem: Problem, renames, skill, cfg: StudyConfig, ref: Domain,
-               ref_problem: Problem) -> dict:
-    """Plan ``problem`` (any vocabulary) in ``domain``; validate the skills on the reference problem."""
+def _attempt(plan_fn, ref: Domain, ref_problem: Problem) -> dict:
+    """Run ``plan_fn() -> (skill steps, extra)``; the steps count only if valid on the reference problem."""
     t0 = time.perf_counter()
     try:
-        resolved, _ = resolve_problem(problem, domain, renames, cfg.embedder)
-        plan = solve(domain, resolved, cfg.planner, cfg.timeout_s)
+        steps, extra = plan_fn()
     except NoPlan as e:
         return {"ok": False, "why": f"no plan: {str(e)[:120]}", "time_s": time.perf_counter() - t0}
-    except PlanningError as e:
-        return {"ok": False, "why": f"planner error: {str(e)[:120]}", "time_s": time.perf_counter() - t0}
-    except ValueError as e:  # PDDLError: the goal cannot be expressed in this domain
-        return {"ok": False, "why": f"not expressible: {str(e)[:160]}", "time_s": time.perf_counter() - t0}
-    steps = tuple(type(s)(skill(s.predicate), s.args) for s in plan.steps)
+    except (PlanningError, ValueError) as e:  # ValueError: PDDLError, the goal is not expressible
+        return {"ok": False, "why": f"{type(e).__name__}: {str(e)[:160]}", "time_s": time.perf_counter() - t0}
+    elapsed = time.perf_counter() - t0
     why = validate(ref, ref_problem, steps)
-    return {"ok": why is None, "why": why or "", "length": len(steps), "time_s": time.perf_counter() - t0,
-            "plan": [str(s) for s in steps]}
+    return {"ok": why is None, "why": why or "", "length": len(steps), "time_s": elapsed,
+            "plan": [str(x) for x in steps], **extra}
+
+
+def _in_domain(domain: Domain, problem: Problem, renames, skill, cfg: StudyConfig):
+    """A planning function for ``_attempt``: ``problem`` resolved into ``domain``, actions mapped by ``skill``."""
+    def plan_fn():
+        resolved, _ = resolve_problem(problem, domain, renames, cfg.embedder)
+        plan = solve(domain, resolved, cfg.planner, cfg.timeout_s)
+        return tuple(Atom(skill(x.predicate), x.args) for x in plan.steps), {}
+    return plan_fn
+
+
+def _meta(library: Library, task, cfg: StudyConfig):
+    """A planning function for the retrieved meta-domain (retrieval and fusion count in its time)."""
+    def plan_fn():
+        tp = library.plan_task(task.problem, task.instruction, cfg.planner, cfg.timeout_s)
+        return tp.skills, {"retrieved": tp.retrieval.selected}
+    return plan_fn
 
 
 def evaluate_tasks(library: Library, cfg: StudyConfig) -> list[dict]:
@@ -166,22 +170,13 @@ def evaluate_tasks(library: Library, cfg: StudyConfig) -> list[dict]:
         row = {"task": task.name, "template": task.template, "instruction": task.instruction,
                "optimal": len(opt), "optimal_plan": [str(s) for s in opt.steps]}
         row["families_needed"] = min_families({s.predicate for s in opt.steps}, library)
-        # meta: retrieval + fusion counted in its time
-        t0 = time.perf_counter()
-        try:
-            resolved, _ = library.resolve_problem(p)
-            ret = library.retrieve(resolved, task.instruction, RetrievalConfig())
-            meta = library.meta_domain(ret.selected)
-            r = _plan_with(meta.domain, resolved, None, _skill_names(library.fusion, meta), cfg, ref, p)
-            r["retrieved"] = ret.selected
-        except ValueError as e:
-            r = {"ok": False, "why": f"not expressible: {e}"}
-        r["time_s"] = time.perf_counter() - t0
-        row["meta"] = r
         best = library.rank_by_instruction(task.instruction)[0]
-        row["single"] = _plan_with(library.domains[best], p, None, _skill_names(), cfg, ref, p) | {"atomic": best}
-        row["union"] = _plan_with(union.domain, p, None, _skill_names(union), cfg, ref, p)
-        row["unified"] = _plan_with(unified.domain, p, library.renames, _skill_names(unified), cfg, ref, p)
+        attempts = {"meta": _meta(library, task, cfg),
+                    "single": _in_domain(library.domains[best], p, None, str, cfg),
+                    "union": _in_domain(union.domain, p, None, union.original, cfg),
+                    "unified": _in_domain(unified.domain, p, library.renames, unified.original, cfg)}
+        row.update({v: _attempt(fn, ref, p) for v, fn in attempts.items()})
+        row["single"]["atomic"] = best
         rows.append(row)
         bar.update(k + 1, meta_ok=sum(x["meta"]["ok"] for x in rows))
     bar.close()

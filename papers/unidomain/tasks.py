@@ -91,14 +91,43 @@ def _swap_drawer(r: random.Random):
         _objects((a, b), drawer=True), init, goal
 
 
+def _far_drawer_tower(r: random.Random):
+    a, b, c = r.sample(["b1", "b2", "b3"], 3)
+    init = _table((a, b, c), far=(a,)) | {A("drawer-closed", "d1")}
+    goal = {A("in-drawer", a, "d1"), A("on", b, c)}
+    return f"put the far block {a} in the drawer and stack {b} on {c}", _objects((a, b, c), drawer=True), init, goal
+
+
+def _drawer_peg_tower(r: random.Random):
+    a, b = r.sample(["b1", "b2"], 2)
+    h = r.choice(["h1", "h2"])
+    init = _table((b,)) | {A("drawer-closed", "d1"), A("in-drawer", a, "d1"), A("reachable", a)} | _peg_init()
+    goal = {A("on", a, b), A("inserted", "p1", h)}
+    return f"take {a} from the drawer, stack it on {b} and insert the peg into {h}", \
+        _objects((a, b), drawer=True, peg=True), init, goal
+
+
+def _far_store_peg(r: random.Random):
+    a, b = r.sample(["b1", "b2"], 2)
+    h = r.choice(["h1", "h2"])
+    init = _table((a, b), far=(a,)) | {A("drawer-closed", "d1")} | _peg_init()
+    goal = {A("in-drawer", a, "d1"), A("drawer-closed", "d1"), A("inserted", "p1", h)}
+    return f"put the far block {a} in the drawer, close it and insert the peg into {h}", \
+        _objects((a, b), drawer=True, peg=True), init, goal
+
+
 TEMPLATES = {
+    # Which demonstration families each needs (at least): see min_families in study.py.
     "far-to-drawer": _far_to_drawer,  # push + pick + drawer-store
     "drawer-to-tower": _drawer_to_tower,  # drawer-fetch + stack
     "far-on-block": _far_on_block,  # push + stack
     "peg-and-store": _peg_and_store,  # peg + drawer-store
     "tower-to-drawer": _tower_to_drawer,  # unstack + drawer-store
     "far-peg-tower": _far_peg_tower,  # push + stack + peg
-    "swap-drawer": _swap_drawer,  # drawer-fetch + push + drawer-store
+    "swap-drawer": _swap_drawer,  # drawer-fetch + push (+ drawer-store)
+    "far-drawer-tower": _far_drawer_tower,  # push + drawer + stack
+    "drawer-peg-tower": _drawer_peg_tower,  # drawer-fetch + stack + peg
+    "far-store-peg": _far_store_peg,  # push + drawer-store + peg
 }
 
 
