@@ -4,8 +4,9 @@ Both sides plan on the same PDDL files with the same Fast Downward build and the
 configuration: the peer is the command line unified-planning itself runs for
 ``OneshotPlanner(name="fast-downward")`` (``up_fast_downward``'s driver script with its default
 ``--alias lama-first``, taken from the engine so the two cannot drift apart), started as a
-subprocess. Ours is the full user path, ``solve(read_domain(D), read_problem(D, P))``: parsing
-through unified-planning, conversion, the same driver in a subprocess, plan parsing and plan
+subprocess. Ours is the full user path, ``solve(read_domain(D), read_problem(D, P))``: our own
+parser, conversion to unified-planning's model, the same driver in a subprocess (in a private
+temporary directory, on the PDDL text we write), plan reading and unified-planning's plan
 validation. The pieces of our time are measured inside that same call (see ``_pieces``).
 
 (a) Search-heavy problems: generated blocksworld, ``--sizes`` blocks in random towers, goal a
@@ -141,15 +142,15 @@ def run_peer(domain: Path, problem: Path, work: Path) -> tuple[float, int]:
 @contextmanager
 def _pieces(times: dict[str, float]):
     """Time the stages of ``solve`` inside the measured call (timing them in separate calls would
-    double the run) by wrapping what it calls: our PDDL → UP conversion, and unified-planning's
-    PDDL-planner and validator methods (public classes, stabler than our private helpers)."""
-    from unified_planning.engines import pddl_planner, plan_validator
+    double the run) by wrapping what it calls: the conversion to UP's model, the planner call and
+    the driver subprocess in it (``embody.planners.solve`` helpers), and unified-planning's validator."""
+    from unified_planning.engines import plan_validator
 
     import embody.planners.solve as solve_mod
 
-    targets = [(solve_mod, "to_up_problem", "convert_s"),  # writes our PDDL text, parses it with UP
-               (pddl_planner.PDDLPlanner, "_solve", "planner_s"),  # writes UP's PDDL, driver, reads the plan
-               (pddl_planner, "run_command", "driver_s"),  # the driver subprocess alone
+    targets = [(solve_mod, "to_up_problem", "convert_s"),  # builds the UP problem through its API
+               (solve_mod, "_run", "planner_s"),  # writes our PDDL, runs the driver, reads the plan
+               (solve_mod, "_drive", "driver_s"),  # the driver subprocess alone
                (plan_validator.SequentialPlanValidator, "_validate", "validate_s")]
     saved = [(owner, name, owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name))
              for owner, name, _ in targets]
@@ -187,9 +188,9 @@ def run_ours(domain: Path, problem: Path, timeout_s: float = 300.0) -> tuple[flo
     if plan.planner != "fast-downward":
         raise RuntimeError(f"solve fell back to {plan.planner}: Fast Downward could not run (see the log)")
     times["parse_s"] = parsed - start
-    times["up_engine_s"] = times["planner_s"] - times["driver_s"]  # UP's PDDL writing and plan reading
+    times["up_engine_s"] = times["planner_s"] - times["driver_s"]  # our wrapper: PDDL files, plan reading
     times["other_s"] = max(0.0, total - times["parse_s"] - times["convert_s"] - times["planner_s"]
-                           - times["validate_s"])  # engine lookup and set-up, plan conversion
+                           - times["validate_s"])  # validator lookup, plan conversion
     return total, len(plan), times
 
 
@@ -209,25 +210,12 @@ def measure_problem(domain: Path, problem: Path, work: Path, repeats: int) -> di
             "peer_plan_length": peer_len, "ours_plan_length": ours_len, "pieces": pieces}
 
 
-@contextmanager
-def _cwd(path: Path):
-    old = os.getcwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(old)
-
-
 def measure(sizes: list[int], repeats: int, calls: int, work: Path, seed: int = 0) -> dict:
     problems = write_problems(work, sizes, seed)
-    # The driver reads and writes output.sas in its working directory, which unified-planning
-    # leaves as ours: run in the private work dir, or planners run by others in the same
-    # directory can swap translations with ours.
-    with _cwd(work):
-        run_ours(*problems["small"][0][1:])  # warm up: unified-planning's imports are not a per-call cost
-        search = {name: measure_problem(d, p, work, repeats) for name, d, p in problems["search"]}
-        small = {name: measure_problem(d, p, work, calls) for name, d, p in problems["small"]}
+    # (solve runs the driver in a private temporary directory; the peer runs in ``work``.)
+    run_ours(*problems["small"][0][1:])  # warm up: unified-planning's imports are not a per-call cost
+    search = {name: measure_problem(d, p, work, repeats) for name, d, p in problems["search"]}
+    small = {name: measure_problem(d, p, work, calls) for name, d, p in problems["small"]}
     return {"cores": os.cpu_count(), "peer_command": peer_command(Path("DOMAIN"), Path("PROBLEM"), Path("PLAN")),
             "sizes": sizes, "seed": seed, "repeats": repeats, "calls": calls, "target_ratio": TARGET,
             "search": search, "small": small}
@@ -248,7 +236,7 @@ def main(argv: list[str]) -> int:
     if args.quick:
         args.sizes, args.repeats, args.calls = [12], 1, 1
     with tempfile.TemporaryDirectory(prefix="embody-bench-planning-") as tmp:
-        work = (Path(args.out, "pddl") if args.out else Path(tmp)).resolve()  # measure() changes directory
+        work = (Path(args.out, "pddl") if args.out else Path(tmp)).resolve()
         result = measure(args.sizes, args.repeats, args.calls, work, args.seed)
     _print(result)
     save_results(args.out, result)
@@ -259,7 +247,7 @@ def _print(r: dict) -> None:
     print(f"\nembody bench planning: solve(read_domain, read_problem) vs Fast Downward's driver, same search "
           f"({' '.join(r['peer_command'][2:])}); {r['cores']} cores\n")
     print("| problem | plan length (ours / peer) | ours s | peer s | ours / peer | parse | convert | "
-          "UP engine | driver | validate | other |\n|---|---|---|---|---|---|---|---|---|---|---|")
+          "wrapper | driver | validate | other |\n|---|---|---|---|---|---|---|---|---|---|---|")
     for part in ("search", "small"):
         for name, row in r[part].items():
             pc = row["pieces"]
@@ -267,7 +255,7 @@ def _print(r: dict) -> None:
                   f"{row['peer_s']:.3f} | {row['ratio']:.2f} | {pc['parse_s']:.3f} | {pc['convert_s']:.3f} | "
                   f"{pc['up_engine_s']:.3f} | {pc['driver_s']:.3f} | {pc['validate_s']:.3f} | {pc['other_s']:.3f} |")
     print(f"\nsearch-heavy: best of {r['repeats']}; small: best of {r['calls']} (fixed cost per call); "
-          "pieces in s, from our best run")
+          "pieces in s, from our best run; wrapper: writing the PDDL files and reading the plan around the driver")
     for name, row in r["search"].items():
         verdict = "PASS" if row["ratio"] <= r["target_ratio"] else "BELOW-TARGET"
         print(f"target, {name} ours / peer ≤ {r['target_ratio']:.2f}: {row['ratio']:.2f} ({verdict})")

@@ -29,8 +29,8 @@ def _write_plan(plan, out: str | None) -> None:
 
 
 def _read_problem(path: str, domain, domain_path: str, renames: dict | None = None):
-    """A user's problem: read against its own domain file (through unified-planning) when it names
-    that domain; otherwise parsed on its own and translated into the domain's vocabulary."""
+    """A user's problem: read against its own domain file when it names that domain; otherwise
+    parsed on its own and translated into the domain's vocabulary."""
     from embody.planners.pddl import read_text, parse_problem_text, read_problem
     from embody.planners.retrieve import resolve_problem
 
