@@ -1,0 +1,5 @@
+(define (problem tabletop-small) (:domain tabletop)
+  (:objects b1 b2 b3 - block d1 - drawer p1 - peg h1 - hole)
+  (:init (handempty) (on b1 b2) (ontable b2) (ontable b3) (clear b1) (clear b3) (reachable b2)
+         (drawer-closed d1) (peg-on-table p1) (hole-free h1))
+  (:goal (and (in-drawer b1 d1) (on b3 b2) (drawer-closed d1) (inserted p1 h1))))
