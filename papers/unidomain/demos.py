@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Callable, NamedTuple
+from typing import Callable
 
 from embody.assets import asset_path
 from embody.planners.learn import Step, Trace
 from embody.planners.pddl import Atom, Domain, read_domain
+from embody.planners.tabletop.scene import SkillResult
 
 REFERENCE = asset_path("planning/tabletop.pddl")
 
@@ -110,11 +111,6 @@ FAMILIES = (
 )
 
 
-class _Result(NamedTuple):  # TODO use tabletop.SkillResult
-    ok: bool
-    message: str
-
-
 class SymbolicScene:
     """The scene's interface with the reference domain as its physics (no MuJoCo)."""
 
@@ -140,9 +136,9 @@ class SymbolicScene:
             return frozenset(Atom(x.predicate, tuple(b[y] for y in x.args)) for x in s)
 
         if not g(op.preconditions) <= self._facts:
-            return _Result(False, f"{action}{args}: preconditions do not hold")
+            return SkillResult(False, f"{action}{args}: preconditions do not hold")
         self._facts = (self._facts - g(op.delete)) | g(op.add)
-        return _Result(True, "")
+        return SkillResult(True, "")
 
 
 def rename(atoms: frozenset[Atom], vocab: dict[str, str]) -> frozenset[Atom]:
