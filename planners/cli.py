@@ -218,7 +218,8 @@ def add_parser(sub) -> None:
     q.add_argument("--library", help="plan with domains retrieved from this library (default: the reference domain)")
     q.add_argument("--out", default="runs/plan-demo", help="folder for plan.txt, demo.mp4, report.json")
     q.add_argument("--no-video", action="store_true")
-    q.add_argument("--perturb", metavar="STEP:KIND:OBJ", help="inject a failure after a step, e.g. 2:drop:b1")
+    q.add_argument("--perturb", metavar="STEP:KIND:OBJ", help="inject a failure after the STEP-th executed step, e.g. 7:drop:b1 "
+                   "(kinds: drop, knock, far, open-drawer, close-drawer)")
     q.set_defaults(plan_fn=_demo)
 
     q = ps.add_parser("eval", help="the UniDomain study: learn from demonstrations, plan held-out tasks, report")
@@ -239,6 +240,7 @@ def run(args) -> int:
     from embody.planners.learn import LearningError, TraceFormatError
     from embody.planners.pddl import PDDLError
     from embody.planners.solve import NoPlan, PlannerUnavailable, PlanTimeout
+    from embody.planners.tabletop.world import SceneError
 
     where = f"embody plan {args.plan_command}"
     try:
@@ -252,7 +254,7 @@ def run(args) -> int:
     except PlannerUnavailable as e:
         _say(f"{where}: planner not available: {e}")
         return EXIT_NO_PLANNER
-    except (PDDLError, TraceFormatError, LearningError, LanguageError) as e:
+    except (PDDLError, TraceFormatError, LearningError, LanguageError, SceneError) as e:
         _say(f"{where}: error: {e}")
         return EXIT_INPUT
     except OSError as e:

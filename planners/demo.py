@@ -5,7 +5,7 @@ scene's symbolic abstraction reports). Plans come from the reference domain, or,
 library, from the meta-domain retrieved for the task (its actions mapped back to the skills
 they were learned from). Every step's expected effects are checked against the observed facts
 (``execute.py``); a failure re-plans from what is observed. ``perturb`` injects a failure
-(e.g. ``2:drop:b1``: open the gripper on b1 after step 2) to show that loop at work.
+(e.g. ``7:drop:b1``: open the gripper on b1 after the 7th executed step) to show that loop at work.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def run_demo(cfg: DemoConfig, out: Path) -> dict:
     (out / "plan.txt").write_text("".join(f"{s}\n" for s in steps) + f"; cost = {len(steps)} (unit cost)\n")
 
     def on_step(record, scene_=scene) -> None:
-        if perturb and record.index == perturb[0]:
+        if perturb and record.index + 1 == perturb[0]:  # STEP counts executed steps from 1
             scene_.perturb(perturb[1], perturb[2])
 
     report = execute_plan(scene, ref, problem, steps, replan=plan, video=out / "demo.mp4" if cfg.video else None,

@@ -68,7 +68,7 @@ class Merge:
 @dataclass
 class Fusion:
     domain: Domain
-    renames: dict[str, dict[str, dict[str, str]]]  # source -> {"types"|"predicates"|"actions": {old: new}}
+    renames: dict[str, dict[str, dict[str, str]]]  # source -> {"types"|"predicates"|"actions": {name: fused name}}
     merges: list[Merge]
     conflicts: list[str]
     causal_edges: list[tuple[str, str, str]]  # (operator, operator, predicate)
@@ -321,12 +321,19 @@ def fuse(domains: Sequence[Domain], name: str = "fused", cfg: FusionConfig = Fus
     types = tuple(dict.fromkeys(tmap[t] for d in domains for t in d.types))
     fused = Domain(name, types, tuple(preds), tuple(ops))
     check_domain(fused)
+    # Complete maps (unchanged names too), so that merged_renames can tell a name two sources use
+    # differently from one only a single source uses.
     renames = {d.name: {
-        "types": {t: tmap[t] for t in d.types if tmap[t] != t},
-        "predicates": {p.name: pmap[(d.name, p.name)] for p in d.predicates if pmap[(d.name, p.name)] != p.name},
-        "actions": {o.name: amap[(d.name, o.name)] for o in d.operators if amap[(d.name, o.name)] != o.name},
+        "types": {t: tmap[t] for t in d.types},
+        "predicates": {p.name: pmap[(d.name, p.name)] for p in d.predicates},
+        "actions": {o.name: amap[(d.name, o.name)] for o in d.operators},
     } for d in domains}
     return Fusion(fused, renames, type_merges + pred_merges + op_merges, conflicts, causal_edges(fused), sources)
+
+
+def changed(renames: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    """Only the names a source's map changes."""
+    return {kind: {a: b for a, b in m.items() if a != b} for kind, m in renames.items()}
 
 
 def merged_renames(renames: dict[str, dict[str, dict[str, str]]]) -> dict[str, dict[str, str]]:

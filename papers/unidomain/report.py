@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .study import VARIANTS
+from .study import SWEEP_THRESHOLDS, VARIANTS
 
 LABELS = {"meta": "retrieved meta-domain", "single": "single most similar atomic", "union": "naive union",
           "unified": "unified (all atomics fused)"}
@@ -33,6 +33,11 @@ def write_report(result: dict, out: Path) -> Path:
     for kind, q in result["unification"].items():
         lines.append(f"- Unification of {kind} vs the annotators' true vocabularies: precision {q['precision']:.2f}, "
                      f"recall {q['recall']:.2f} ({q['false_merges']} false merges, {q['missed_merges']} missed).")
+    lines += ["", "Predicate unification (precision / recall) by embedder, operator-alignment bonus and threshold:", "",
+              "| embedder | alignment bonus | " + " | ".join(f"≥ {t:g}" for t in SWEEP_THRESHOLDS) + " |",
+              "|---|---|" + "---|" * len(SWEEP_THRESHOLDS)]
+    for (emb, bonus), cells in _sweep_table(result["unification_sweep"]).items():
+        lines.append(f"| {emb} | {bonus:g} | " + " | ".join(cells) + " |")
     n = len(result["tasks"])
     lines += [
         "",
@@ -60,6 +65,13 @@ def write_report(result: dict, out: Path) -> Path:
     path.write_text("\n".join(lines))
     _plots(result, out)
     return path
+
+
+def _sweep_table(rows: list[dict]) -> dict:
+    out: dict = {}
+    for r in rows:
+        out.setdefault((r["embedder"], r["alignment_bonus"]), []).append(f"{r['precision']:.2f} / {r['recall']:.2f}")
+    return out
 
 
 def _plots(result: dict, out: Path) -> None:

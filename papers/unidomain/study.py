@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from itertools import combinations
 from pathlib import Path
 
-from embody.planners.fuse import FusionConfig
+from embody.planners.fuse import Fusion, FusionConfig, fuse
 from embody.planners.learn import learn_domain, save_traces
 from embody.planners.pddl import Atom, Domain, Problem, read_domain
 from embody.planners.retrieve import Library, resolve_problem
@@ -85,15 +85,15 @@ def learn_library(cfg: StudyConfig, out: Path) -> tuple[Library, dict]:
     return library, {"traces": traces_all, "failures": failures}
 
 
-def unification_quality(library: Library) -> dict:
+def unification_quality(domains: dict[str, Domain], fusion: Fusion) -> dict:
     """Pairwise precision/recall of predicate and type merges against the families' vocabularies."""
     out = {}
     for kind in ("predicates", "types"):
         items = set()  # (family, reference name, unified name) of every name a family wrote
         for f in FAMILIES:
-            d, inverse = library.domains[f.name], {v: k for k, v in VOCABS[f.vocab].items()}
+            d, inverse = domains[f.name], {v: k for k, v in VOCABS[f.vocab].items()}
             names = [p.name for p in d.predicates] if kind == "predicates" else list(d.types)
-            items |= {(f.name, inverse.get(n, n), library.fusion.renames[f.name][kind].get(n, n)) for n in names}
+            items |= {(f.name, inverse.get(n, n), fusion.renames[f.name][kind].get(n, n)) for n in names}
         tp = fp = fn = 0
         for (_, r1, u1), (_, r2, u2) in combinations(sorted(items), 2):
             tp += r1 == r2 and u1 == u2
@@ -102,6 +102,22 @@ def unification_quality(library: Library) -> dict:
         out[kind] = {"precision": tp / (tp + fp) if tp + fp else 1.0, "recall": tp / (tp + fn) if tp + fn else 1.0,
                      "false_merges": fp, "missed_merges": fn}
     return out
+
+
+SWEEP_THRESHOLDS = (0.4, 0.5, 0.6, 0.7, 0.8)
+
+
+def unification_sweep(library: Library) -> list[dict]:
+    """Predicate unification quality by embedder, operator-alignment bonus and threshold."""
+    rows = []
+    domains = list(library.domains.values())
+    for embedder in ("minilm", "lexical"):
+        for bonus in (0.0, library.cfg.alignment_bonus):
+            for th in SWEEP_THRESHOLDS:
+                cfg = replace(library.cfg, embedder=embedder, alignment_bonus=bonus, predicate_threshold=th)
+                q = unification_quality(library.domains, fuse(domains, "sweep", cfg))["predicates"]
+                rows.append({"embedder": embedder, "alignment_bonus": bonus, "threshold": th, **q})
+    return rows
 
 
 def resolve_demos(library: Library, traces: dict, cfg: StudyConfig) -> dict:
@@ -219,7 +235,8 @@ def run_study(cfg: StudyConfig, out: str | Path) -> dict:
                                  for i, (n, d) in enumerate(library.domains.items())},
                      "demos_resolved": resolve_demos(library, learned["traces"], cfg)},
         "unified": library.fusion.summary(),
-        "unification": unification_quality(library),
+        "unification": unification_quality(library.domains, library.fusion),
+        "unification_sweep": unification_sweep(library),
         "merges": [str(m) for m in library.fusion.merges],
     }
     rows = evaluate_tasks(library, cfg)

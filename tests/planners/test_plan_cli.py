@@ -103,7 +103,7 @@ def test_learn_fuse_task_from_traces(tmp_path, problem, capsys):
     atomics = sorted(str(p) for p in (lib / "atomic").glob("*.pddl"))
     assert main(["plan", "fuse", *atomics, "--out", str(tmp_path / "meta.pddl")]) == 0
     report = json.loads((tmp_path / "meta.json").read_text())
-    assert report["renames"]["build-tower"]["types"] == {"cube": "block"}
+    assert report["renames"]["build-tower"]["types"] == {"cube": "block"}  # its only type
     out = tmp_path / "plan.txt"
     # The problem is in the reference vocabulary: the library translates it.
     assert main(["plan", "task", "put b1 in the drawer and stack b2 on b3", "--library", str(lib),
