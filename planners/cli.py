@@ -156,7 +156,7 @@ def _eval(args) -> int:
     from embody.papers.unidomain.study import StudyConfig, run_study
 
     cfg = StudyConfig.for_scale(args.scale, backend=args.backend, tasks=args.tasks, embedder=args.embedder,
-                                execute=args.execute, seed=args.seed)
+                                execute=args.execute, seed=args.seed, noise=args.noise, min_support=args.min_support)
     result = run_study(cfg, args.out)
     print(json.dumps(result["summary"], indent=1))
     _say(f"report written to {Path(args.out) / 'report.md'}")
@@ -229,6 +229,8 @@ def add_parser(sub) -> None:
     q.add_argument("--tasks", type=int, help="held-out tasks (default: 21 tiny, 42 paper)")
     q.add_argument("--execute", type=int, help="meta-domain plans to execute in the scene")
     q.add_argument("--seed", type=int)
+    q.add_argument("--noise", type=float, help="probability that a recorded state misses a fact (default 0)")
+    q.add_argument("--min-support", type=float, help="learning: fraction of occurrences a fact needs (default 1)")
     q.add_argument("--embedder", default="minilm", choices=("minilm", "lexical"))
     q.set_defaults(plan_fn=_eval)
     p.set_defaults(fn=run)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from embody.assets import asset_path
 
-from .pddl import Atom, PDDLError, Problem, parse_problem_text, read_domain, read_text
+from .pddl import Atom, PDDLError, Problem, check_problem, parse_problem_text, read_domain, read_text
 
 REFERENCE = asset_path("planning/tabletop.pddl")
 
@@ -53,6 +53,7 @@ def _perturbation(spec: str | None) -> tuple[int, str, str] | None:
 def _problem(cfg: DemoConfig) -> Problem:
     text, source = (read_text(cfg.problem), cfg.problem) if cfg.problem else (DEFAULT_PROBLEM, "<demo problem>")
     problem = parse_problem_text(text, source)
+    check_problem(read_domain(REFERENCE), problem)  # the scene speaks the reference vocabulary only
     if cfg.instruction:
         from .language import goal_from_instruction
 

@@ -145,12 +145,22 @@ def rename(atoms: frozenset[Atom], vocab: dict[str, str]) -> frozenset[Atom]:
     return frozenset(Atom(vocab.get(a.predicate, a.predicate), a.args) for a in atoms)
 
 
-def record_family(family: Family, n: int, scene, seed: int = 0) -> tuple[list[Trace], list[str]]:
+def _missed(facts: frozenset[Atom], noise: float, rng: random.Random) -> frozenset[Atom]:
+    """Perception noise: with probability ``noise`` one fact of the state goes undetected."""
+    if facts and rng.random() < noise:
+        return facts - {rng.choice(sorted(facts))}
+    return facts
+
+
+def record_family(family: Family, n: int, scene, seed: int = 0, noise: float = 0.0) -> tuple[list[Trace], list[str]]:
     """``n`` demonstrations of ``family`` executed in ``scene``, as traces in the family's vocabulary.
 
-    A demonstration whose skill fails is cut at the failure (its earlier steps are kept) and reported.
+    ``noise``: the probability that a recorded state misses one of its facts (a detection
+    failure of the annotating model). A demonstration whose skill fails is cut at the failure
+    (its earlier steps are kept) and reported.
     """
     rng = random.Random(f"{family.name}-{seed}")
+    noise_rng = random.Random(f"{family.name}-{seed}-noise")
     vocab = VOCABS[family.vocab]
     traces, failures = [], []
     for i in range(n):
@@ -163,6 +173,7 @@ def record_family(family: Family, n: int, scene, seed: int = 0) -> tuple[list[Tr
             if not result.ok:
                 failures.append(f"{family.name} demo {i}: {act[0]}{act[1:]} failed: {result.message}")
                 break
-            steps.append(Step(act[0], tuple(act[1:]), rename(before, vocab), rename(scene.facts(), vocab)))
+            before, after = (rename(_missed(x, noise, noise_rng), vocab) for x in (before, scene.facts()))
+            steps.append(Step(act[0], tuple(act[1:]), before, after))
         traces.append(Trace(f"{family.name}-{i}", {o: vocab.get(t, t) for o, t in objects.items()}, steps))
     return traces, failures

@@ -20,10 +20,13 @@ def write_report(result: dict, out: Path) -> Path:
         "# UniDomain on the tabletop scene",
         "",
         f"`embody plan eval --scale {cfg['scale']}` (backend {cfg['backend']}, planner {cfg['planner']}, "
-        f"embedder {cfg['embedder']}, seed {cfg['seed']})",
+        f"embedder {cfg['embedder']}, seed {cfg['seed']}, perception noise {cfg['noise']:g}, "
+        f"min support {cfg['min_support']:g})",
         "",
         f"- Demonstrations: {lr['demos']} in {lr['families']} families, recorded and learned in {lr['time_s']:.0f} s; "
         f"skill failures while recording: {len(lr['skill_failures'])}.",
+        f"- Issues reported while learning: {sum(a['issues'] for a in lr['atomics'].values())} "
+        "(state chains that break, effects that contradict other demonstrations, ...).",
         f"- Demonstrated tasks re-solved with their own atomic domain: {lr['demos_resolved']['solved']}"
         f"/{lr['demos_resolved']['total']}.",
         f"- Unified domain: {result['unified']['operators']} operators, {result['unified']['predicates']} predicates, "

@@ -45,6 +45,8 @@ class StudyConfig:
     timeout_s: float = 30.0
     embedder: str = "minilm"
     execute: int = 0  # held-out meta-domain plans to execute in the physical scene
+    noise: float = 0.0  # probability that a recorded state misses a fact (perception noise)
+    min_support: float = 1.0  # learn_domain's: fraction of occurrences a precondition/effect needs
     seed: int = 0
 
     @classmethod
@@ -71,10 +73,10 @@ def learn_library(cfg: StudyConfig, out: Path) -> tuple[Library, dict]:
     scene = _scene(cfg.backend)
     domains, descs, issues, failures, traces_all = [], {}, {}, [], {}
     for fam in FAMILIES:
-        traces, fails = record_family(fam, cfg.demos_per_family, scene, cfg.seed)
+        traces, fails = record_family(fam, cfg.demos_per_family, scene, cfg.seed, cfg.noise)
         failures += fails
         save_traces(traces, out / "traces" / f"{fam.name}.json")
-        domain, found = learn_domain(traces, fam.name)
+        domain, found = learn_domain(traces, fam.name, min_support=cfg.min_support)
         domains.append(domain)
         descs[fam.name] = fam.description
         issues[fam.name] = [str(i) for i in found]
