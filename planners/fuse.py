@@ -146,8 +146,9 @@ def _unify_types(domains: Sequence[Domain], cfg: FusionConfig, embedder) -> tupl
         return {k: k for k in keys}, []
     sim = similarity(embedder, keys, keys)
     index = {k: i for i, k in enumerate(keys)}
-    aligned = {(ta, tb) for a, b in _operator_pairs(domains) for (_, ta), (_, tb) in zip(a.params, b.params) if ta != tb}
-    for ta, tb in aligned:
+    aligned = {frozenset((ta, tb)) for a, b in _operator_pairs(domains)
+               for (_, ta), (_, tb) in zip(a.params, b.params) if ta != tb}
+    for ta, tb in aligned:  # the bonus once per pair, however many operators align it
         sim[index[ta], index[tb]] = sim[index[tb], index[ta]] = sim[index[ta], index[tb]] + cfg.alignment_bonus
     return _cluster(keys, users, sim, cfg.type_threshold, "type", str)
 

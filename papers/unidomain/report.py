@@ -62,7 +62,9 @@ def write_report(result: dict, out: Path) -> Path:
     if "execution" in result:
         e = result["execution"]
         lines += ["", "## Execution in the physical scene", "",
-                  f"{e['reached']}/{e['runs']} goals reached, {e['replans']} re-plans; videos in `{e['videos']}`."]
+                  f"{e['reached']}/{e['runs']} goals reached ({e['runs'] // 2} tasks, each as planned and with the "
+                  f"first picked block dropped: {e['drops']} drops injected), {e['replans']} re-plans; "
+                  f"videos in `{e['videos']}`."]
     lines += ["", "![success](success.png)", "![time](time.png)", ""]
     path = out / "report.md"
     path.write_text("\n".join(lines))
