@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from embody.extras import require
+from embody.files import fsync_dir as _fsync_dir, write_atomic  # noqa: F401 (re-exported)
 
 STAGING_DIR = ".embody-staging"
 COMMIT_FILE = "COMMIT"
@@ -45,32 +46,6 @@ def parquet_bytes(table) -> bytes:
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="snappy")
     return sink.getvalue().to_pybytes()
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
-
-
-def write_atomic(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to a temporary name beside ``path``, fsync, then ``os.replace`` it in place."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
 
 
 def fsync_file(path: str | Path) -> None:

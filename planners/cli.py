@@ -21,8 +21,9 @@ def _say(*parts) -> None:
 def _write_plan(plan, out: str | None) -> None:
     text = plan.to_text()
     if out:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(text)
+        from embody.files import write_atomic
+
+        write_atomic(out, text)
         _say(f"plan of {len(plan)} steps ({plan.planner}, {plan.time_s:.2f} s) written to {out}")
     else:
         sys.stdout.write(text)

@@ -37,6 +37,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
+from embody.files import write_atomic
+
 from .embed import LexicalEmbedder, get_embedder, similarity
 from .pddl import Atom, Domain, Operator, Predicate, PDDLError, Problem, check_domain
 
@@ -90,9 +92,7 @@ class Fusion:
                 "sources": self.sources}
 
     def save_report(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.write_text(json.dumps(self.to_json(), indent=1))
-        return path
+        return write_atomic(path, json.dumps(self.to_json(), indent=1))
 
 
 # ---------------------------------------------------------------- name clustering

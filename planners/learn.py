@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from embody.files import write_atomic
+
 from .pddl import Atom, Domain, Operator, Predicate, check_domain
 
 
@@ -149,9 +151,7 @@ def save_traces(traces: Iterable[Trace], path: str | Path) -> Path:
             {"action": s.action, "args": list(s.args), "before": facts(s.before), "after": facts(s.after)}
             for s in t.steps]}
         for t in traces]}
-    path = Path(path)
-    path.write_text(json.dumps(data, indent=1))
-    return path
+    return write_atomic(path, json.dumps(data, indent=1))
 
 
 # ---------------------------------------------------------------- learning

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from embody.extras import require
+from embody.files import write_atomic
 
 
 class PDDLError(ValueError):
@@ -583,12 +584,9 @@ def read_problem(domain_path: str | Path, problem_path: str | Path) -> Problem:
 
 
 def write_domain(domain: Domain, path: str | Path) -> Path:
-    path = Path(path)
-    path.write_text(domain_to_pddl(domain))
-    return path
+    """Write ``domain`` (atomically: an existing file is replaced whole or not at all)."""
+    return write_atomic(path, domain_to_pddl(domain))
 
 
 def write_problem(problem: Problem, path: str | Path) -> Path:
-    path = Path(path)
-    path.write_text(problem_to_pddl(problem))
-    return path
+    return write_atomic(path, problem_to_pddl(problem))

@@ -24,9 +24,11 @@ from typing import Sequence
 
 import numpy as np
 
+from embody.files import write_atomic
+
 from .embed import get_embedder, humanize, similarity
 from .fuse import Fusion, FusionConfig, fuse, merged_renames, rename_problem
-from .pddl import Atom, Domain, Operator, PDDLError, Problem, check_problem, domain_to_pddl, read_domain
+from .pddl import Atom, Domain, Operator, PDDLError, Problem, check_problem, read_domain, write_domain
 from .solve import Plan, solve
 
 
@@ -183,13 +185,12 @@ class Library:
 
     def save(self, root: str | Path) -> Path:
         root = Path(root)
-        (root / "atomic").mkdir(parents=True, exist_ok=True)
         for a in self.atomics:
-            (root / a.file).write_text(domain_to_pddl(self.domains[a.name]))
-        (root / "unified.pddl").write_text(domain_to_pddl(self.fusion.domain))
+            write_domain(self.domains[a.name], root / a.file)
+        write_domain(self.fusion.domain, root / "unified.pddl")
         self.fusion.save_report(root / "unified.json")
         meta = {"atomics": [asdict(a) for a in self.atomics], "fusion_config": asdict(self.cfg)}
-        (root / "library.json").write_text(json.dumps(meta, indent=1))
+        write_atomic(root / "library.json", json.dumps(meta, indent=1))  # last: the library exists once it is there
         self.root = root
         return root
 
