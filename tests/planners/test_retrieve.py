@@ -40,7 +40,16 @@ def test_far_block_into_drawer_retrieves_push_and_drawer(library):
     assert got.goal_reachable
     assert set(got.selected) >= {"push-reach", "drawer-store"} and len(got.selected) <= 3
     meta = library.meta_domain(got.selected)
-    plan = solve(meta.domain, resolve_problem(problem, meta.domain)[0])
+    in_meta = resolve_problem(problem, meta.domain)[0]
+    # The meta-domain as written is plain PDDL that unified-planning's own reader accepts.
+    from unified_planning.io import PDDLReader
+
+    from embody.planners.pddl import domain_to_pddl, problem_to_pddl, up_environment
+
+    with up_environment() as env:
+        up = PDDLReader(environment=env).parse_problem_string(domain_to_pddl(meta.domain), problem_to_pddl(in_meta))
+    assert len(up.actions) == len(meta.domain.operators)
+    plan = solve(meta.domain, in_meta)
     # Action names are the skills' names: the plan is valid on the hand-written reference domain.
     assert validate(read_domain(REFERENCE), task.problem, plan.steps) is None
 
