@@ -30,6 +30,9 @@ MODEL_FILE, META_FILE = "model.safetensors", "checkpoint.json"
 POLICY_CLASSES: Registry = Registry("policy")
 POLICY_CLASSES.register("ActorCritic", "embody.policies.actor_critic:ActorCritic")
 POLICY_CLASSES.register("RecurrentActorCritic", "embody.policies.recurrent:RecurrentActorCritic")
+POLICY_CLASSES.register("TrajectoryMLP", "embody.policies.trajectory:TrajectoryMLP")
+POLICY_CLASSES.register("DiffusionModel", "embody.policies.diffusion:DiffusionModel")
+POLICY_CLASSES.register("QModel", "embody.policies.value:QModel")
 
 
 class CheckpointError(ValueError):
