@@ -155,12 +155,15 @@ def _unify_types(domains: Sequence[Domain], cfg: FusionConfig, embedder) -> tupl
 
 def _operator_pairs(domains: Sequence[Domain]):
     """Same-named operators of the same arity in two different domains: (op of one, op of the other)."""
+    by_name: dict[tuple[str, int], list[tuple[int, Operator]]] = {}
     for i, d in enumerate(domains):
-        for e in domains[i + 1:]:
-            for a in d.operators:
-                for b in e.operators:
-                    if a.name == b.name and len(a.params) == len(b.params):
-                        yield a, b
+        for o in d.operators:
+            by_name.setdefault((o.name, len(o.params)), []).append((i, o))
+    for group in by_name.values():
+        for k, (i, a) in enumerate(group):
+            for j, b in group[k + 1:]:
+                if i != j:
+                    yield a, b
 
 
 def _aligned_predicates(domains: Sequence[Domain], sim_of) -> set[tuple[str, str]]:

@@ -59,6 +59,13 @@ def write_report(result: dict, out: Path) -> Path:
     for r in result["tasks"]:
         cells = [f"{r[v]['length']}" if r[v]["ok"] else f"✗ {r[v]['why'][:40]}" for v in VARIANTS]
         lines.append(f"| {r['task']} | {len(r['families_needed'])} | {r['optimal']} | " + " | ".join(cells) + " |")
+    lines += ["", "## Library size (distractor atomics renamed to pseudo-words; the first tasks above)", "",
+              "| atomics | unified operators | library build (s) | meta: solved, s/task | unified: solved, s/task |",
+              "|---|---|---|---|---|"]
+    for r in result["scaling"]:
+        m, u = r["meta"], r["unified"]
+        lines.append(f"| {r['atomics']} | {r['operators']} | {r['build_s']:.1f} | {m['solved']}/{m['tasks']}, "
+                     f"{m['mean_time_s']:.2f} | {u['solved']}/{u['tasks']}, {u['mean_time_s']:.2f} |")
     if "execution" in result:
         e = result["execution"]
         lines += ["", "## Execution in the physical scene", "",

@@ -45,6 +45,8 @@ class StudyConfig:
     timeout_s: float = 30.0
     embedder: str = "minilm"
     execute: int = 0  # held-out meta-domain plans to execute in the physical scene
+    distractors: tuple[int, ...] = (0, 6)  # library sizes (distractor atomics) for the scaling check
+    scaling_tasks: int = 2
     noise: float = 0.0  # probability that a recorded state misses a fact (perception noise)
     min_support: float = 1.0  # learn_domain's: fraction of occurrences a precondition/effect needs
     seed: int = 0
@@ -53,7 +55,8 @@ class StudyConfig:
     def for_scale(cls, scale: str, **kw) -> StudyConfig:
         if scale not in ("tiny", "paper"):
             raise ValueError(f"unknown scale {scale!r}; valid: tiny, paper")
-        base = dict(demos_per_family=2, tasks=21) if scale == "tiny" else dict(demos_per_family=5, tasks=42, execute=6)
+        base = dict(demos_per_family=2, tasks=21) if scale == "tiny" else \
+            dict(demos_per_family=5, tasks=42, execute=6, distractors=(0, 30, 300), scaling_tasks=5)
         base.update({k: v for k, v in kw.items() if v is not None})
         return cls(scale=scale, **base)
 
@@ -245,6 +248,10 @@ def run_study(cfg: StudyConfig, out: str | Path) -> dict:
     result["tasks"] = rows
     result["summary"] = summarize(rows)
     result["three_plus_families"] = sum(len(r["families_needed"]) >= 3 for r in rows)
+    from .scaling import scaling
+
+    result["scaling"] = scaling(library, held_out_tasks(cfg.scaling_tasks, cfg.seed), cfg.distractors, cfg.planner,
+                                cfg.timeout_s, read_domain(REFERENCE))
     if cfg.execute:
         from .execute import execute_tasks
 

@@ -26,6 +26,9 @@ def check_result(result: dict, out) -> None:
             if row[v]["ok"]:  # ok means: validated on the reference domain, so never shorter than optimal
                 assert row[v]["length"] >= row["optimal"]
     assert result["three_plus_families"] >= 1
+    small, padded = result["scaling"][0], result["scaling"][-1]
+    # Distractors share no names with the real atomics: nothing of theirs merges into the real operators.
+    assert padded["operators"] > small["operators"] and padded["meta"]["solved"] == padded["meta"]["tasks"]
     for f in ("results.json", "report.md", "success.png", "time.png"):
         assert (out / f).stat().st_size > 0
     assert (out / "library" / "unified.pddl").exists() and len(list((out / "traces").glob("*.json"))) == 6
