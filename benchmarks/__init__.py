@@ -11,6 +11,7 @@ import importlib
 BENCHMARKS = {
     "core": "embody.benchmarks.core",
     "datasets": "embody.benchmarks.datasets",
+    "driving": "embody.benchmarks.driving",
     "hardware": "embody.benchmarks.hardware",
     "learning": "embody.benchmarks.learning",
     "planning": "embody.benchmarks.planning",

