@@ -16,7 +16,7 @@ Shapes: ``N`` samples, ``B`` conditions, ``n`` samples per condition, ``C`` cond
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from .networks import Normalizer, mlp
-from .trajectory import (Array, as_tensor, check_rows, denormalize, evaluate_loss, fit_normalizer,
+from .trajectory import (Array, SavedModel, as_tensor, check_rows, denormalize, evaluate_loss, fit_normalizer,
                          fit_supervised, like_input, load_model, output_normalizer,
                          save_model, split_indices)
 
@@ -90,11 +90,10 @@ def randn(shape: tuple[int, ...], generator: torch.Generator | None, device: tor
     return torch.randn(shape, generator=generator, device=gen_device).to(device)
 
 
-class DiffusionModel(nn.Module):
+class DiffusionModel(SavedModel):
     """p(x | cond): cond (B, C), x (B, *x_shape)."""
 
-    MODEL = "diffusion"
-    VERSION = 1
+    MODEL, CONFIG, SIZES = "diffusion", DiffusionConfig, ("cond_size", "x_shape")
 
     def __init__(self, cond_size: int, x_shape: list[int], config: DiffusionConfig | None = None):
         super().__init__()
@@ -111,18 +110,6 @@ class DiffusionModel(nn.Module):
         self.register_buffer("alpha_bar", alpha_bars(config.timesteps, config.schedule).float(), persistent=False)
         self.history: list[dict] = []
         self.summary: dict = {}
-
-    def init_kwargs(self) -> dict:
-        return {"cond_size": self.cond_size, "x_shape": self.x_shape, "config": asdict(self.config)}
-
-    @classmethod
-    def from_kwargs(cls, kwargs: dict) -> "DiffusionModel":
-        kwargs = dict(kwargs)
-        kwargs["config"] = DiffusionConfig(**kwargs.get("config", {}))
-        return cls(**kwargs)
-
-    def spec(self) -> dict:
-        return {"model": self.MODEL, "version": self.VERSION, "cond_size": self.cond_size, "x_shape": self.x_shape}
 
     def fit_normalizers(self, cond: torch.Tensor, x: torch.Tensor) -> None:
         fit_normalizer(self.cond_norm, cond)

@@ -180,14 +180,35 @@ def check_rows(name: str, x: torch.Tensor, n: int | None, trailing: tuple[int, .
 
 
 # -- the model ------------------------------------------------------------------------------------
-class TrajectoryMLP(nn.Module):
+class SavedModel(nn.Module):
+    """What the checkpoint functions need from a model: its constructor arguments (the size
+    attributes named in ``SIZES`` plus a ``CONFIG`` dataclass) and a spec naming it."""
+
+    MODEL: str
+    VERSION = 1
+    CONFIG: type
+    SIZES: tuple[str, ...]
+
+    def init_kwargs(self) -> dict:
+        return {k: getattr(self, k) for k in self.SIZES} | {"config": asdict(self.config)}
+
+    @classmethod
+    def from_kwargs(cls, kwargs: dict):
+        kwargs = dict(kwargs)
+        kwargs["config"] = cls.CONFIG(**kwargs.get("config", {}))
+        return cls(**kwargs)
+
+    def spec(self) -> dict:
+        return {"model": self.MODEL, "version": self.VERSION} | {k: getattr(self, k) for k in self.SIZES}
+
+
+class TrajectoryMLP(SavedModel):
     """obs (B, O) → trajectory (B, H, D), with input/output normalization fitted on data.
 
     Also a ``Policy``: ``act(obs)`` returns the flattened trajectory (B, H*D).
     """
 
-    MODEL = "trajectory_bc"
-    VERSION = 1
+    MODEL, CONFIG, SIZES = "trajectory_bc", TrajectoryBCConfig, ("obs_size", "horizon", "dims")
 
     def __init__(self, obs_size: int, horizon: int, dims: int, config: TrajectoryBCConfig | None = None):
         super().__init__()
@@ -199,19 +220,6 @@ class TrajectoryMLP(nn.Module):
         self.net = mlp([obs_size, *config.hidden, horizon * dims], config.activation)
         self.history: list[dict] = []
         self.summary: dict = {}
-
-    def init_kwargs(self) -> dict:
-        return {"obs_size": self.obs_size, "horizon": self.horizon, "dims": self.dims, "config": asdict(self.config)}
-
-    @classmethod
-    def from_kwargs(cls, kwargs: dict) -> "TrajectoryMLP":
-        kwargs = dict(kwargs)
-        kwargs["config"] = TrajectoryBCConfig(**kwargs.get("config", {}))
-        return cls(**kwargs)
-
-    def spec(self) -> dict:
-        return {"model": self.MODEL, "version": self.VERSION, "obs_size": self.obs_size,
-                "horizon": self.horizon, "dims": self.dims}
 
     def fit_normalizers(self, obs: torch.Tensor, traj: torch.Tensor) -> None:
         fit_normalizer(self.obs_norm, obs)

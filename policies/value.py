@@ -11,15 +11,14 @@ Shapes: ``N`` samples, ``B`` observations, ``K`` candidates each, ``O`` observat
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import torch
-from torch import nn
 
 from .networks import Normalizer, mlp
-from .trajectory import (Array, as_tensor, check_rows, denormalize, fit_normalizer, fit_supervised, like_input,
+from .trajectory import (Array, SavedModel, as_tensor, check_rows, denormalize, fit_normalizer, fit_supervised, like_input,
                          load_model, output_normalizer, save_model, split_indices)
 
 
@@ -39,11 +38,10 @@ class QConfig:
     progress: bool = True
 
 
-class QModel(nn.Module):
+class QModel(SavedModel):
     """(obs (B, O), traj (B, H, D)) → return (B,)."""
 
-    MODEL = "trajectory_q"
-    VERSION = 1
+    MODEL, CONFIG, SIZES = "trajectory_q", QConfig, ("obs_size", "horizon", "dims")
 
     def __init__(self, obs_size: int, horizon: int, dims: int, config: QConfig | None = None):
         super().__init__()
@@ -55,19 +53,6 @@ class QModel(nn.Module):
         self.net = mlp([obs_size + horizon * dims, *config.hidden, 1], config.activation)
         self.history: list[dict] = []
         self.summary: dict = {}
-
-    def init_kwargs(self) -> dict:
-        return {"obs_size": self.obs_size, "horizon": self.horizon, "dims": self.dims, "config": asdict(self.config)}
-
-    @classmethod
-    def from_kwargs(cls, kwargs: dict) -> "QModel":
-        kwargs = dict(kwargs)
-        kwargs["config"] = QConfig(**kwargs.get("config", {}))
-        return cls(**kwargs)
-
-    def spec(self) -> dict:
-        return {"model": self.MODEL, "version": self.VERSION, "obs_size": self.obs_size,
-                "horizon": self.horizon, "dims": self.dims}
 
     def fit_normalizers(self, obs: torch.Tensor, traj: torch.Tensor, returns: torch.Tensor) -> None:
         fit_normalizer(self.obs_norm, obs)
