@@ -19,8 +19,7 @@ import torch
 
 from .networks import Normalizer, mlp
 from .trajectory import (Array, SavedModel, as_tensor, check_rows, denormalize, fit_normalizer, fit_supervised,
-                         like_input,
-                         load_model, output_normalizer, save_model, split_indices)
+                         like_input, load_model, output_normalizer, save_model, split_indices)
 
 
 @dataclass
