@@ -1,0 +1,91 @@
+"""report.md (tables) and PNG plots (driving score vs counterfactual-data size and vs K) from results.json."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .config import SETTINGS
+from .policy import AGENTS
+
+
+def _ci(s: dict, key: str, spec: str = ".2f") -> str:
+    lo, hi = s[f"{key}_ci"]
+    return f"{s[key]:{spec}} [{lo:{spec}}, {hi:{spec}}]"
+
+
+def write_report(result: dict, out: Path) -> Path:
+    """Write out/report.md and the plots; returns the report's path."""
+    out = Path(out)
+    ev, tr, cfg = result["eval"], result["train"], result["config"]
+    lines = [f"# MPA on highway-env — scale `{cfg['scale']}`, seed {cfg['seed']}", "",
+             f"Command: `{result['command']}` — total {result['time_s']:.0f} s "
+             f"(training {tr.get('time_s', 0):.0f} s, evaluation {ev['time_s']:.0f} s).", "",
+             "Driving score per episode = 1[no collision] · 1[never off road] · min(1, progress / "
+             "(cruise target speed × allotted time)); means with 95 % percentile-bootstrap intervals over "
+             f"{cfg['eval']['episodes']} fixed-seed episodes per scenario. Fast simulator settings "
+             "(≤12 vehicles, 5 Hz integration, no traffic–traffic collisions).", "",
+             "## Closed loop, by setting", "",
+             "| setting | agent | driving score | collision rate | progress [m] |", "|---|---|---|---|---|"]
+    for setting, scenarios in SETTINGS.items():
+        for agent in AGENTS:
+            s = ev["settings"].get(agent, {}).get(setting)
+            if s:
+                lines.append(f"| {setting} ({', '.join(scenarios)}) | {agent} | {_ci(s, 'score')} | "
+                             f"{_ci(s, 'collision')} | {_ci(s, 'progress_m', '.0f')} |")
+    lines += ["", "## By scenario", "", "| scenario | agent | score | collision | progress [m] | episodes |",
+              "|---|---|---|---|---|---|"]
+    for agent, per in ev["scenarios"].items():
+        for scenario, s in per.items():
+            lines.append(f"| {scenario} | {agent} | {s['score']:.2f} | {s['collision']:.2f} | "
+                         f"{s['progress_m']:.0f} | {s['episodes']} |")
+    lines += ["", f"## Sweeps (base+adapter+Q on {', '.join(ev['sweep_scenarios'])})", "",
+              "![score vs data](score_vs_data.png) ![score vs K](score_vs_k.png)", "",
+              "| counterfactual branch points | plans | score | collision |", "|---|---|---|---|"]
+    lines += [f"| {r['branch_points']} | {r['plans']} | {_ci(r, 'score')} | {r['collision']:.2f} |"
+              for r in ev["sweep_data_size"]]
+    lines += ["", "| K | score | collision |", "|---|---|---|"]
+    lines += [f"| {r['k']} | {_ci(r, 'score')} | {r['collision']:.2f} |" for r in ev["sweep_k"]]
+    cf = tr.get("counterfactual", {})
+    lines += ["", "## Training", "",
+              f"- expert samples: {tr['expert']['samples']}; base BC val R² {tr['bc']['val_r2']:.3f}",
+              f"- counterfactual: {cf.get('branch_points')} branch points, {cf.get('plans')} plans, mean return "
+              f"{cf.get('mean_return', 0):.1f}, base plan best at {cf.get('base_is_best_fraction', 0):.0%} of points",
+              f"- adapter (diffusion on residuals) val loss {tr['adapter']['val_loss']:.3f}; "
+              f"Q val RMSE {tr['q']['val_rmse']:.1f}, Spearman {tr['q']['val_spearman']:.3f}", ""]
+    path = out / "report.md"
+    path.write_text("\n".join(lines))
+    _plots(ev, out)
+    return path
+
+
+def _plots(ev: dict, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    for name, rows, key, xlabel in (("score_vs_data.png", ev["sweep_data_size"], "branch_points",
+                                     "counterfactual branch points"),
+                                    ("score_vs_k.png", ev["sweep_k"], "k", "K (adapter candidates)")):
+        x = [r[key] for r in rows]
+        y = [r["score"] for r in rows]
+        lo = [r["score"] - r["score_ci"][0] for r in rows]
+        hi = [r["score_ci"][1] - r["score"] for r in rows]
+        fig, ax = plt.subplots(figsize=(4.5, 3.2), dpi=120)
+        ax.errorbar(x, y, yerr=[lo, hi], marker="o", capsize=3, label="base+adapter+Q")
+        base = _pooled_base(ev)
+        if base is not None:
+            ax.axhline(base, color="gray", ls="--", label="base")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("driving score")
+        ax.set_ylim(-0.05, 1.05)
+        ax.legend(fontsize=8)
+        ax.set_title(f"on {', '.join(ev['sweep_scenarios'])}", fontsize=9)
+        fig.tight_layout()
+        fig.savefig(out / name)
+        plt.close(fig)
+
+
+def _pooled_base(ev: dict) -> float | None:
+    eps = [e for s in ev["sweep_scenarios"] for e in ev["episodes"].get("base", {}).get(s, [])]
+    return sum(e["score"] for e in eps) / len(eps) if eps else None
