@@ -158,6 +158,11 @@ class DdsDriver:
         if self._thread is not None:
             self._thread.join(1.0)
         self._thread = None
+        if self._reader is not None:
+            # Remove the listener first: set_listener waits out a callback in flight. Deleting the reader
+            # while one runs deadlocks cyclonedds (the callback wraps the dying reader in a new Entity,
+            # whose __del__ deletes it a second time from the DDS thread; seen in CI).
+            self._reader.set_listener(None)
         self._writer = self._reader = None  # deletes the DDS endpoints
 
     def __enter__(self) -> "DdsDriver":

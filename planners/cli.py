@@ -58,7 +58,6 @@ def _learn(args) -> int:
         if path.suffix == ".pddl":
             d = read_domain(path)
         else:
-            found = []
             d, found = learn_domain(load_traces(path), path.stem, min_support=args.min_support, strict=args.strict)
             issues[d.name] = [str(i) for i in found]
             for i in found:
