@@ -11,31 +11,17 @@ Shapes: ``N`` samples, ``B`` observations, ``K`` candidates each, ``O`` observat
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import torch
 
 from .networks import Normalizer, mlp
-from .trajectory import (Array, SavedModel, as_tensor, check_rows, denormalize, fit_normalizer, fit_supervised,
-                         like_input, load_model, output_normalizer, save_model, split_indices)
+from .trajectory import (Array, SavedModel, TrajectoryBCConfig, as_tensor, check_rows, denormalize, fit_normalizer,
+                         fit_supervised, like_input, load_model, output_normalizer, save_model, split_indices)
 
 
-@dataclass
-class QConfig:
-    hidden: list[int] = field(default_factory=lambda: [256, 256])
-    activation: str = "silu"
-    epochs: int = 200
-    batch_size: int = 256
-    lr: float = 1e-3
-    weight_decay: float = 1e-4
-    val_fraction: float = 0.1
-    patience: int = 20
-    max_grad_norm: float = 1.0
-    seed: int = 0
-    device: str = "cpu"
-    progress: bool = True
+QConfig = TrajectoryBCConfig  # the Q regressor trains with exactly the BC settings
 
 
 class QModel(SavedModel):
