@@ -33,6 +33,7 @@ POLICY_CLASSES.register("RecurrentActorCritic", "embody.policies.recurrent:Recur
 POLICY_CLASSES.register("TrajectoryMLP", "embody.policies.trajectory:TrajectoryMLP")
 POLICY_CLASSES.register("DiffusionModel", "embody.policies.diffusion:DiffusionModel")
 POLICY_CLASSES.register("QModel", "embody.policies.value:QModel")
+POLICY_CLASSES.register("OfflineAgent", "embody.policies.offline:OfflineAgent")
 
 
 class CheckpointError(ValueError):
