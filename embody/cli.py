@@ -308,6 +308,9 @@ def build_parser() -> argparse.ArgumentParser:
     from embody.papers.mpa.cli import add_parser as add_mpa_parser
 
     add_mpa_parser(sub)
+    from embody.papers.blindfolded.cli import add_parser as add_blindfolded_parser
+
+    add_blindfolded_parser(sub)
 
     b = sub.add_parser("bench", help="benchmarks against peers (embody bench core)")
     b.add_argument("name", nargs="?", default=None, help="benchmark name; omitted: list them")

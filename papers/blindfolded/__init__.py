@@ -1,0 +1,1 @@
+"""Blindfolded experts: behavioral cloning from experts denied task information (papers.md). See README.md."""

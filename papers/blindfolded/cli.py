@@ -1,0 +1,114 @@
+"""``embody blindfolded collect|train|eval|study [--scale tiny|paper] [--domain maze] [--out DIR] [--seed S]``.
+
+collect: expert demonstrations of every level (or --level) on the seed's first m training tasks
+         (--m, default the scale's largest m) into DIR/demos/<level>_seed<S>.npz.
+train:   a history-conditioned BC policy per level on the first --m (default all) demonstrations of
+         DIR/demos into DIR/models/<level>_seed<S>_m<m>.pt (+ DIR/train.json).
+eval:    those policies on their training tasks and on the held-out tasks: DIR/eval.json and a table.
+study:   the whole study (levels × m × seeds): DIR/results.json, report.md, success_vs_m.png,
+         gap_vs_sqrt_I_over_m.png.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("blindfolded", help="Blindfolded experts: cloning experts denied task information "
+                                           "(papers/blindfolded)")
+    p.add_argument("action", choices=("collect", "train", "eval", "study"))
+    p.add_argument("--scale", choices=("tiny", "paper"), default="tiny",
+                   help="tiny: the whole study in well under a minute (CI); paper: levels × m ∈ 1..32 × 3 seeds")
+    p.add_argument("--domain", choices=("maze",), default="maze", help="the task family (peg: to come)")
+    p.add_argument("--out", default="runs/blindfolded", metavar="DIR", help="output folder (default runs/blindfolded)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--level", action="append", metavar="NAME",
+                   help="collect/train/eval: only this information level (repeatable; informed, region-K, blind, blind-wall)")
+    p.add_argument("--m", type=int, help="collect/train/eval: the number of demonstrated tasks")
+    p.set_defaults(fn=run)
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _model_path(out: Path, level: str, seed: int, m: int) -> Path:
+    return out / "models" / f"{level}_seed{seed}_m{m}.pt"
+
+
+def run(args) -> int:
+    import torch
+
+    from .config import for_scale
+
+    cfg = for_scale(args.scale, args.seed, args.domain)
+    torch.set_num_threads(cfg.threads)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if args.m is not None and args.m < 1:
+        _log(f"embody blindfolded: error: --m must be >= 1, got {args.m}")
+        return 2
+    if args.action == "study":
+        from .study import run_study
+
+        run_study(cfg, out, _log)
+        return 0
+
+    from . import demos as demo_io
+    from .study import collect, demos_path, evaluate_cell, get_domain, train_on
+
+    domain = get_domain(cfg)
+    try:
+        levels = [lv for lv in (args.level or domain.levels())]
+        from .maze import Level
+
+        for lv in levels:
+            Level.parse(lv)
+    except ValueError as e:
+        _log(f"embody blindfolded: error: {e}")
+        return 2
+    t0 = time.perf_counter()
+    if args.action == "collect":
+        collect(cfg, out, args.seed, levels, args.m, _log)
+        _log(f"blindfolded: demonstrations in {out / 'demos'} ({time.perf_counter() - t0:.0f} s)")
+        return 0
+    from .history_bc import load_policy, save_policy
+
+    summary = {}
+    for lv in levels:
+        path = demos_path(out, lv, args.seed)
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: no demonstrations for level {lv!r}; run `embody blindfolded collect "
+                                    f"--scale {args.scale} --out {args.out} --seed {args.seed}` first")
+        demos = demo_io.load(path, domain.obs_spec)
+        m = args.m or len(demos.episode_lengths)
+        if m > len(demos.episode_lengths):
+            _log(f"embody blindfolded: error: --m {m}, but {path} holds {len(demos.episode_lengths)} demonstrations")
+            return 2
+        tasks = [int(t) for t in demos.meta["tasks"][:m]]
+        model = _model_path(out, lv, args.seed, m)
+        if args.action == "train":
+            policy, info = train_on(cfg, domain, demos.first(m), args.seed)
+            save_policy(policy, model, {"level": lv, "m": m, "seed": args.seed, "tasks": tasks})
+            summary[lv] = {"m": m, "model": str(model), **info}
+            _log(f"blindfolded: {lv}: m={m}, loss {info['loss']:.3f}, accuracy {info['accuracy']:.2f} -> {model}")
+        else:
+            if not model.exists():
+                raise FileNotFoundError(f"{model}: no trained policy; run `embody blindfolded train --scale "
+                                        f"{args.scale} --out {args.out} --seed {args.seed} --m {m}` first")
+            policy, _ = load_policy(model)
+            cell = evaluate_cell(cfg, domain, policy, tasks, args.seed)
+            summary[lv] = {"m": m, "I_bits": domain.information(lv, cfg.heldout_tasks()),
+                           **{k: v for k, v in cell.items() if not k.endswith("_outcomes")}}
+            _log(f"blindfolded: {lv}: m={m}, training-task success {cell['train_success']:.2f}, held-out success "
+                 f"{cell['heldout_success']:.2f}, held-out mean steps {cell['heldout_steps']:.1f}")
+    name = "train.json" if args.action == "train" else "eval.json"
+    from embody.files import write_atomic
+
+    write_atomic(out / name, json.dumps(summary, indent=2, default=float))
+    _log(f"blindfolded: {out / name} ({time.perf_counter() - t0:.0f} s)")
+    return 0

@@ -1,0 +1,67 @@
+"""The blindfolded-experts study's typed configuration and its two scales (``for_scale("tiny" | "paper")``).
+
+A study crosses information levels × m (demonstrated tasks) × seeds; each cell collects one expert
+demonstration on each of m training tasks, trains a history-conditioned BC policy on them and evaluates
+it on those training tasks and on held-out tasks. The domain (``maze`` now; ``peg`` to come) has its own
+sub-config; ``StudyConfig.domain`` selects it (study.DOMAINS).
+
+tiny:  9×9 mazes, 4 levels × m ∈ {1, 2, 4, 8} × 2 seeds, 32 held-out mazes: well under a minute on 2 busy cores.
+paper: 13×13 mazes, 5 levels × m ∈ {1, 2, 4, 8, 16, 32} × 3 seeds, 100 held-out mazes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .history_bc import HistoryBCConfig
+
+
+@dataclass
+class MazeConfig:
+    cells: int = 4  # maze cells per side: a (2·cells+1)² minigrid grid
+    view: int = 3  # minigrid's agent_view_size (odd, >= 3): the learner's egocentric window
+    max_steps: int = 100  # per episode, experts and learners alike
+    min_goal_distance: int = 4  # the goal is at least this many moves from the start (not in the first view)
+    levels: list[str] = field(default_factory=lambda: ["informed", "region-5", "blind", "blind-wall"])  # maze.Level
+    sample: bool = True  # learners sample their actions (greedy argmax can loop forever)
+
+
+@dataclass
+class StudyConfig:
+    scale: str = "tiny"
+    seed: int = 0  # the first seed; replicate r uses seed + r
+    domain: str = "maze"
+    maze: MazeConfig = field(default_factory=MazeConfig)
+    bc: HistoryBCConfig = field(default_factory=HistoryBCConfig)
+    m_values: list[int] = field(default_factory=lambda: [1, 2, 4, 8])
+    seeds: int = 2  # replicates
+    heldout: int = 32  # held-out tasks (the same for every cell)
+    train_eval_episodes: int = 16  # training-task evaluation episodes (the m tasks cycled; learners sample)
+    heldout_seed_base: int = 10_000_000  # held-out task seeds; training tasks of replicate s: s·100000 + i
+    bootstrap: int = 1000  # resamples for the 95% confidence intervals
+    threads: int = 1  # torch CPU threads (more only slows small GRUs on a shared machine)
+
+    def train_tasks(self, replicate_seed: int, m: int) -> list[int]:
+        """The first m training tasks of a replicate (nested: m=1's task is one of m=2's)."""
+        return [replicate_seed * 100_000 + i for i in range(m)]
+
+    def heldout_tasks(self) -> list[int]:
+        return [self.heldout_seed_base + i for i in range(self.heldout)]
+
+
+def for_scale(scale: str, seed: int = 0, domain: str = "maze") -> StudyConfig:
+    """The tiny (CI) or paper configuration, every random choice seeded from ``seed``."""
+    if domain != "maze":
+        raise ValueError(f"unknown domain {domain!r}; valid: maze (peg is not implemented yet)")
+    if scale == "tiny":
+        return StudyConfig("tiny", seed, domain, MazeConfig(max_steps=100),
+                           HistoryBCConfig(hidden=64, embed=64, epochs=120, target_loss=0.02, seed=seed),
+                           m_values=[1, 2, 4, 8], seeds=2, heldout=32, train_eval_episodes=8)
+    if scale == "paper":
+        return StudyConfig("paper", seed, domain,
+                           MazeConfig(cells=6, view=3, max_steps=300, min_goal_distance=6,
+                                      levels=["informed", "region-3", "region-5", "blind", "blind-wall"]),
+                           HistoryBCConfig(hidden=128, embed=128, epochs=300, batch_episodes=16, target_loss=0.01,
+                                           seed=seed),
+                           m_values=[1, 2, 4, 8, 16, 32], seeds=3, heldout=100, train_eval_episodes=32)
+    raise ValueError(f"unknown scale {scale!r}; valid: tiny, paper")
