@@ -34,6 +34,7 @@ POLICY_CLASSES.register("TrajectoryMLP", "embody.policies.trajectory:TrajectoryM
 POLICY_CLASSES.register("DiffusionModel", "embody.policies.diffusion:DiffusionModel")
 POLICY_CLASSES.register("QModel", "embody.policies.value:QModel")
 POLICY_CLASSES.register("OfflineAgent", "embody.policies.offline:OfflineAgent")
+POLICY_CLASSES.register("HistoryPolicy", "embody.papers.blindfolded.history_bc:HistoryPolicy")
 
 
 class CheckpointError(ValueError):

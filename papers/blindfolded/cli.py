@@ -3,7 +3,7 @@
 collect: expert demonstrations of every level (or --level) on the seed's first m training tasks
          (--m, default the scale's largest m) into DIR/demos/<level>_seed<S>.npz.
 train:   a history-conditioned BC policy per level on the first --m (default all) demonstrations of
-         DIR/demos into DIR/models/<level>_seed<S>_m<m>.pt (+ DIR/train.json).
+         DIR/demos into DIR/models/<level>_seed<S>_m<m>/ (embody checkpoints; + DIR/train.json).
 eval:    those policies on their training tasks and on the held-out tasks: DIR/eval.json and a table.
 study:   the whole study (levels × m × seeds): DIR/results.json, report.md, success_vs_m.png,
          gap_vs_sqrt_I_over_m.png.
@@ -37,7 +37,7 @@ def _log(msg: str) -> None:
 
 
 def _model_path(out: Path, level: str, seed: int, m: int) -> Path:
-    return out / "models" / f"{level}_seed{seed}_m{m}.pt"
+    return out / "models" / f"{level}_seed{seed}_m{m}"  # an embody checkpoint directory
 
 
 def run(args) -> int:
@@ -97,7 +97,7 @@ def run(args) -> int:
             summary[lv] = {"m": m, "model": str(model), **info}
             _log(f"blindfolded: {lv}: m={m}, loss {info['loss']:.3f}, accuracy {info['accuracy']:.2f} -> {model}")
         else:
-            if not model.exists():
+            if not (model / "checkpoint.json").exists():
                 raise FileNotFoundError(f"{model}: no trained policy; run `embody blindfolded train --scale "
                                         f"{args.scale} --out {args.out} --seed {args.seed} --m {m}` first")
             policy, _ = load_policy(model)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
@@ -42,6 +43,17 @@ class HistoryPolicy(nn.Module):
         self.encoder = nn.Sequential(nn.Linear(feature_size + n_actions + 1, embed), nn.ReLU())
         self.rnn = nn.GRU(embed, hidden, batch_first=True)
         self.head = nn.Linear(hidden, n_actions)
+
+    def init_kwargs(self) -> dict:
+        return {"feature_size": self.feature_size, "n_actions": self.n_actions, "hidden": self.hidden,
+                "embed": self.encoder[0].out_features}
+
+    @classmethod
+    def from_kwargs(cls, kwargs: dict) -> "HistoryPolicy":
+        return cls(**kwargs)
+
+    def spec(self) -> dict:
+        return {"model": "history_bc", "version": 1, **self.init_kwargs()}
 
     def _inputs(self, x: torch.Tensor, prev_action: torch.Tensor) -> torch.Tensor:
         prev = torch.nn.functional.one_hot(prev_action.long() + 1, self.n_actions + 1).to(x.dtype)  # -1: none
@@ -126,25 +138,22 @@ def train_history_bc(features: Sequence[np.ndarray], actions: Sequence[np.ndarra
                     "time_s": round(time.perf_counter() - start, 2)}
 
 
-def save_policy(policy: HistoryPolicy, path, extra: dict | None = None) -> None:
-    """state dict + constructor arguments, written to a temporary name then renamed."""
-    import io
+def save_policy(policy: HistoryPolicy, directory, extra: dict | None = None) -> Path:
+    """An embody checkpoint directory (model.safetensors + checkpoint.json, ``extra`` as metadata), atomically."""
+    from embody.policies.checkpoint import save_checkpoint
 
-    from embody.files import write_atomic
-
-    buf = io.BytesIO()
-    torch.save({"state_dict": policy.state_dict(),
-                "args": {"feature_size": policy.feature_size, "n_actions": policy.n_actions,
-                         "hidden": policy.hidden, "embed": policy.encoder[0].out_features},
-                "extra": extra or {}}, buf)
-    write_atomic(path, buf.getvalue())
+    return save_checkpoint(directory, policy, policy.spec(), extra or {})
 
 
-def load_policy(path) -> tuple[HistoryPolicy, dict]:
-    blob = torch.load(path, map_location="cpu", weights_only=True)
-    policy = HistoryPolicy(**blob["args"])
-    policy.load_state_dict(blob["state_dict"])
-    return policy.eval(), blob.get("extra", {})
+def load_policy(directory) -> tuple[HistoryPolicy, dict]:
+    """(policy in eval mode, the metadata saved with it); a damaged or foreign checkpoint raises
+    ``CheckpointError`` naming the file."""
+    from embody.policies.checkpoint import CheckpointError, load_checkpoint
+
+    ck = load_checkpoint(directory)
+    if not isinstance(ck.policy, HistoryPolicy):
+        raise CheckpointError(f"{directory} is a checkpoint of {type(ck.policy).__name__}, not of HistoryPolicy")
+    return ck.policy.eval(), ck.meta
 
 
 __all__ = ["HistoryBCConfig", "HistoryPolicy", "pad_episodes", "train_history_bc", "save_policy", "load_policy"]

@@ -132,8 +132,9 @@ def test_features_shape():
     assert features(ep.image, ep.direction).shape == (len(ep.action), 40)
 
 
-def test_history_bc_learns_training_mazes_beyond_a_random_policy():
-    from embody.papers.blindfolded.history_bc import HistoryBCConfig, train_history_bc
+def test_history_bc_learns_training_mazes_beyond_a_random_policy(tmp_path):
+    from embody.papers.blindfolded.history_bc import HistoryBCConfig, load_policy, save_policy, train_history_bc
+    from embody.policies.checkpoint import CheckpointError
 
     env = make_env(4, 100, 3, 4)
     tasks = [100, 101]
@@ -146,6 +147,13 @@ def test_history_bc_learns_training_mazes_beyond_a_random_policy():
     assert cloned.success.mean() >= 0.8
     assert cloned.success.mean() > rand.success.mean() + 0.3
     assert cloned.steps.mean() < rand.steps.mean()
+    save_policy(policy, tmp_path / "bc", {"level": "blind"})  # safetensors + JSON, reloads identically
+    loaded, meta = load_policy(tmp_path / "bc")
+    assert meta["level"] == "blind"
+    assert np.array_equal(evaluate(loaded, tasks, seed=3).steps, evaluate(policy, tasks, seed=3).steps)
+    (tmp_path / "bc" / "model.safetensors").write_bytes(b"garbage")
+    with pytest.raises(CheckpointError, match="model.safetensors"):
+        load_policy(tmp_path / "bc")
 
 
 def _demos(tmp_path):
