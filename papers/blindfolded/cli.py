@@ -7,6 +7,8 @@ train:   a history-conditioned BC policy per level on the first --m (default all
 eval:    those policies on their training tasks and on the held-out tasks: DIR/eval.json and a table.
 study:   the whole study (levels × m × seeds): DIR/results.json, report.md, success_vs_m.png,
          gap_vs_sqrt_I_over_m.png.
+collect --teleop keyboard|gamepad|spacemouse: a person demonstrates peg insertion on the (simulated
+         or real) arm through the safety supervisor into DIR/teleop (teleop.py).
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ def add_parser(sub) -> None:
     p.add_argument("--level", action="append", metavar="NAME",
                    help="collect/train/eval: only this information level (repeatable; informed, region-K, blind, blind-wall)")
     p.add_argument("--m", type=int, help="collect/train/eval: the number of demonstrated tasks")
+    from .teleop import add_teleop_arguments
+
+    add_teleop_arguments(p)  # collect --teleop keyboard|gamepad|spacemouse: a person demonstrates on the arm
     p.set_defaults(fn=run)
 
 
@@ -41,6 +46,10 @@ def _model_path(out: Path, level: str, seed: int, m: int) -> Path:
 
 
 def run(args) -> int:
+    if args.action == "collect" and getattr(args, "teleop", None):
+        from .teleop import run_teleop
+
+        return run_teleop(args)
     import torch
 
     from .config import for_scale
