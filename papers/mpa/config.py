@@ -32,10 +32,15 @@ class DataConfig:
     horizon: int = 10  # H waypoints at the control rate (dt = 0.2 s: a 2 s plan)
     expert_episodes: int = 5
     expert_max_steps: int = 150
+    dagger_iterations: int = 1  # base BC: rounds of DAgger after cloning the expert's own episodes
+    dagger_episodes: int = 2  # base-policy episodes per round, labelled by the expert
+    label_every: int = 2  # label every n-th state of a DAgger rollout (each label is an H-step cloned rollout)
     branch_episodes: int = 3  # base-policy rollouts to branch from
     branch_max_steps: int = 100
     branch_every: int = 6  # branch at every n-th control step of a rollout
+    explore: float = 0.3  # after a branch point, the rollout follows one of its perturbed plans with this probability
     candidates: int = 6  # plans per branch point: the base plan + (candidates - 1) perturbed ones
+    proposal_episodes: int = 2  # then rollouts branching on the trained adapter's own samples (Q data; 0: none)
     continue_steps: int = 8  # base-policy steps after the H plan steps (the Q model's long horizon)
     lateral_m: float = 4.0  # lateral perturbation: one lane left/right (± lateral_m) or none, plus noise
     lateral_noise_m: float = 0.7
@@ -56,9 +61,8 @@ class AgentConfig:
     eta: float = 1.0  # DDIM eta: 1 stochastic (diverse candidates)
     adapter_top_k: int = 1  # the adapter learns the top-k plans (by return) of each branch point (the best
     # is the base plan itself where no perturbation beat it: a zero residual, so the adapter stays near the base)
-    include_base: bool = True  # base+adapter+Q: the base plan is one more candidate for the Q model
-    q_margin_rmse: float = 0.0  # ... and a proposal replaces it only when its Q beats the base plan's by this many
-    # of the Q model's validation RMSEs (our conservative addition; 0: plain argmax)
+    include_base: bool = True  # base+adapter+Q: keep the base plan unless a proposal's predicted advantage
+    q_margin_rmse: float = 0.0  # exceeds this many of the Q model's validation RMSEs (our conservative addition)
     replan_every: int = 5  # adapter agents commit to a chosen plan for this many control steps (1 s), as the
     # counterfactual branches followed theirs; the base agent replans every step (as in data collection)
 
@@ -100,7 +104,9 @@ def for_scale(scale: str, seed: int = 0) -> MPAConfig:
         return MPAConfig(
             "paper", seed,
             DataConfig(expert_episodes=30, expert_max_steps=150, branch_episodes=24, branch_max_steps=150,
-                       branch_every=4, candidates=8, continue_steps=10, seed=seed),
+                       branch_every=4, candidates=8, continue_steps=10, dagger_iterations=3, dagger_episodes=10,
+                       proposal_episodes=12,
+                       seed=seed),
             TrajectoryBCConfig(hidden=[256, 256], epochs=200, patience=20, seed=seed),
             DiffusionConfig(timesteps=100, hidden=[256, 256, 256], epochs=300, ddim_steps=10, seed=seed),
             QConfig(hidden=[256, 256], epochs=200, patience=20, seed=seed),

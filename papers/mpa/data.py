@@ -8,7 +8,10 @@ policy observation is ``Observation.flat()`` with the ego's x zeroed (x is dista
 road's start: meaningless to a policy), so obs size O = 6 + 7·K_others.
 
 Counterfactual branching (``counterfactual_data``): along closed-loop rollouts of the base
-policy, every ``branch_every`` steps the sim state is cloned; the base plan and
+policy — which, with probability ``explore`` after each branch point, follow one of that point's
+perturbed plans until the next, so that branch points also come from states the base policy would
+not reach (near misses, other lanes, other speeds) — every ``branch_every`` steps the sim state
+is cloned; the base plan and
 ``candidates - 1`` perturbations of it (a lane to the left/right or none, plus noise, and a
 speed change, both ramped in) are each followed for H steps by the trajectory follower, then the
 base policy drives ``continue_steps`` more; the branch's return (``branch_return``) is recorded
@@ -91,6 +94,44 @@ def expert_rollouts(cfg: DataConfig, seeds: list[int]) -> tuple[np.ndarray, np.n
     return np.array(obs_all, dtype=np.float32), np.array(plans, dtype=np.float32)
 
 
+def expert_plan(sim, obs: Observation, horizon: int) -> np.ndarray | None:
+    """The expert's own plan (H, 4) from the sim's current state (whose observation is ``obs``):
+    its next ``horizon`` states in a cloned rollout, relative to the ego now; None when the rollout
+    ends first (a collision, the road's end). The sim is restored."""
+    state, ego, future = sim.clone_state(), ego_state(obs), []
+    for _ in range(horizon):
+        r = sim.step(sim.expert_action())
+        future.append(ego_state(r.obs))
+        if r.done:
+            break
+    sim.restore_state(state)
+    return relative_plan(np.array(future), ego) if len(future) == horizon else None
+
+
+def dagger_rollouts(cfg: DataConfig, policy, seeds: list[int]) -> tuple[np.ndarray, np.ndarray, dict]:
+    """DAgger's data: ``policy`` (act, reset) drives; every ``label_every`` steps the state it reached
+    is labelled with the expert's plan from there (``expert_plan``). → obs (N, O), plans (N, H, 4),
+    and the rollouts' stats (episodes, steps, collisions)."""
+    obs_all, plans, stats = [], [], {"episodes": len(seeds), "steps": 0, "collisions": 0}
+    for seed in seeds:
+        sim = make_sim(cfg.scenario)
+        obs = sim.reset(seed)
+        policy.reset()
+        for step in range(cfg.expert_max_steps):
+            plan = expert_plan(sim, obs, cfg.horizon) if step % cfg.label_every == 0 else None
+            if plan is not None:
+                obs_all.append(policy_obs(obs))
+                plans.append(plan)
+            r = sim.step(policy.act(obs))
+            obs, stats["steps"] = r.obs, stats["steps"] + 1
+            if r.done:
+                stats["collisions"] += int(r.metrics.collision)
+                break
+        sim.close()
+    return np.array(obs_all, dtype=np.float32).reshape(len(obs_all), -1), \
+        np.array(plans, dtype=np.float32).reshape(len(plans), cfg.horizon, D), stats
+
+
 # ---------------------------------------------------------------- perturbations and returns
 
 
@@ -151,34 +192,60 @@ def run_branch(sim, obs: Observation, plan: np.ndarray, base_policy, cfg: DataCo
 class CounterfactualData:
     """Grouped by branch point (S of them), M candidate plans each (index 0: the base plan).
 
-    obs (S, O), base_plan (S, H, 4), plans (S, M, H, 4), returns (S, M)."""
+    obs (S, O), base_plan (S, H, 4), plans (S, M, H, 4), returns (S, M), source (S,): 0 where the other
+    candidates are the perturbation family (the adapter's and the Q model's data), 1 where they are the
+    trained adapter's own samples (more data for the Q model, on the proposals it will rank)."""
 
     obs: np.ndarray
     base_plan: np.ndarray
     plans: np.ndarray
     returns: np.ndarray
+    source: np.ndarray | None = None
 
-    def subset(self, n: int) -> "CounterfactualData":
-        """The first ``n`` branch points (the data-size sweep)."""
-        return CounterfactualData(self.obs[:n], self.base_plan[:n], self.plans[:n], self.returns[:n])
+    def __post_init__(self) -> None:
+        if self.source is None:
+            self.source = np.zeros(len(self.obs), dtype=np.int8)
+
+    def where(self, mask: np.ndarray) -> "CounterfactualData":
+        return CounterfactualData(self.obs[mask], self.base_plan[mask], self.plans[mask], self.returns[mask],
+                                  self.source[mask])
+
+    def subset(self, fraction: float) -> "CounterfactualData":
+        """The first ``fraction`` of the branch points of each source (the data-size sweep)."""
+        keep = np.zeros(len(self.obs), dtype=bool)
+        for s in np.unique(self.source):
+            idx = np.flatnonzero(self.source == s)
+            keep[idx[:max(2, int(round(fraction * len(idx))))]] = True
+        return self.where(keep)
+
+    def concat(self, other: "CounterfactualData") -> "CounterfactualData":
+        return CounterfactualData(*(np.concatenate([a, b]) for a, b in (
+            (self.obs, other.obs), (self.base_plan, other.base_plan), (self.plans, other.plans),
+            (self.returns, other.returns), (self.source, other.source))))
 
     def save(self, path) -> None:
-        np.savez_compressed(path, obs=self.obs, base_plan=self.base_plan, plans=self.plans, returns=self.returns)
+        np.savez_compressed(path, obs=self.obs, base_plan=self.base_plan, plans=self.plans, returns=self.returns,
+                            source=self.source)
 
     @classmethod
     def load(cls, path) -> "CounterfactualData":
         with np.load(path) as z:
-            return cls(z["obs"], z["base_plan"], z["plans"], z["returns"])
+            return cls(z["obs"], z["base_plan"], z["plans"], z["returns"], z["source"] if "source" in z else None)
 
 
 def branch_point(sim, obs: Observation, base_policy, cfg: DataConfig, rng: np.random.Generator,
-                 follower: TrajectoryFollower) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                 follower: TrajectoryFollower, propose=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """All candidates from the sim's current state: (base plan (H, 4), plans (M, H, 4), returns (M,));
-    the sim is restored to the state it had on entry."""
+    the sim is restored to the state it had on entry. The M − 1 other candidates are perturbations of
+    the base plan, or ``propose(obs (O,), base (H, 4), n) → (n, H, 4)``'s."""
     state = sim.clone_state()
     base = base_policy.plan(obs)
-    pert = sample_perturbations(rng, cfg.candidates - 1, cfg)
-    plans = np.stack([base] + [perturb_plan(base, dy, dv, sim.dt) for dy, dv in pert])
+    n = cfg.candidates - 1
+    if propose is None:
+        others = [perturb_plan(base, dy, dv, sim.dt) for dy, dv in sample_perturbations(rng, n, cfg)]
+    else:
+        others = list(propose(policy_obs(obs), base, n))
+    plans = np.stack([base] + others)
     returns = np.empty(len(plans), dtype=np.float32)
     for m, plan in enumerate(plans):
         sim.restore_state(state)
@@ -189,25 +256,32 @@ def branch_point(sim, obs: Observation, base_policy, cfg: DataConfig, rng: np.ra
     return base, plans, returns
 
 
-def counterfactual_data(cfg: DataConfig, base_policy, seeds: list[int], progress=None) -> CounterfactualData:
+def counterfactual_data(cfg: DataConfig, base_policy, seeds: list[int], progress=None,
+                        propose=None) -> CounterfactualData:
     """Branch along closed-loop base-policy rollouts (module docstring). ``base_policy``: act(obs),
-    plan(obs) → (H, 4), reset(). ``progress``: an embody Progress counting branch points."""
-    rng = np.random.default_rng(cfg.seed + 7)
+    plan(obs) → (H, 4), reset(). ``progress``: an embody Progress counting branch points.
+    ``propose``: see ``branch_point`` (the data's source is then 1)."""
+    rng = np.random.default_rng(cfg.seed + 7 + (propose is not None))
     follower = TrajectoryFollower()
     rows: list[tuple] = []
     for seed in seeds:
         sim = make_sim(cfg.scenario)
         obs = sim.reset(seed)
         base_policy.reset()
+        explore = None  # a perturbed plan the rollout follows until the next branch point
         for step in range(cfg.branch_max_steps):
             if step % cfg.branch_every == 0:
-                rows.append((policy_obs(obs), *branch_point(sim, obs, base_policy, cfg, rng, follower)))
+                rows.append((policy_obs(obs), *branch_point(sim, obs, base_policy, cfg, rng, follower, propose)))
+                explore = None
+                if rng.random() < cfg.explore:
+                    explore = plan_trajectory(rows[-1][2][rng.integers(1, cfg.candidates)], ego_state(obs), obs.t,
+                                              sim.dt)
                 if progress is not None:
                     progress.update(len(rows), mean_return=float(np.mean([r[3].mean() for r in rows])))
-            r = sim.step(base_policy.act(obs))
+            r = sim.step(base_policy.act(obs) if explore is None else follower.action(obs.ego, explore, obs.t))
             obs = r.obs
             if r.done:
                 break
         sim.close()
     obs_a, base, plans, rets = (np.array(x, dtype=np.float32) for x in zip(*rows))
-    return CounterfactualData(obs_a, base, plans, rets)
+    return CounterfactualData(obs_a, base, plans, rets, np.full(len(obs_a), int(propose is not None), np.int8))

@@ -113,7 +113,8 @@ def by_setting(results: dict, n_boot: int) -> dict:
 
 
 def run_evaluation(models: Models, cf: CounterfactualData, cfg: MPAConfig, retrain) -> dict:
-    """The main table and both sweeps. ``retrain(cf_subset)`` → (adapter, q) for the data-size sweep."""
+    """The main table and both sweeps. ``retrain(cf_subset)`` → (adapter, q) for the data-size sweep: the
+    first fraction of each source's branch points (the proposal branches were drawn from the full adapter)."""
     e = cfg.eval
     scenarios = [s for group in SETTINGS.values() for s in group]
     sweep = list(e.sweep_scenarios)
@@ -123,14 +124,15 @@ def run_evaluation(models: Models, cf: CounterfactualData, cfg: MPAConfig, retra
     main = evaluate_agents(models, cfg, scenarios, progress=bar, done=done)
     size_rows = []
     for frac in e.data_fractions:
-        n = max(2, int(round(frac * len(cf.obs))))
-        if n >= len(cf.obs):  # the full data: the main run's episodes (same models, same seeds)
+        sub = cf.subset(frac)
+        if frac >= 1.0:  # the full data: the main run's episodes (same models, same seeds)
             res = {s: main["base+adapter+Q"][s] for s in sweep}
         else:
-            adapter, q = retrain(cf.subset(n))
+            adapter, q = retrain(sub)
             res = evaluate_agents(Models(models.bc, adapter, q), cfg, sweep, agents=("base+adapter+Q",),
                                   progress=bar, done=done)["base+adapter+Q"]
-        size_rows.append(_sweep_row({"fraction": frac, "branch_points": n, "plans": n * cf.plans.shape[1]},
+        size_rows.append(_sweep_row({"fraction": frac, "branch_points": int(np.sum(sub.source == 0)),
+                                     "proposal_points": int(np.sum(sub.source == 1)), "plans": int(sub.returns.size)},
                                     res, e.bootstrap))
     k_rows = []
     for k in e.k_values:

@@ -3,13 +3,15 @@
 
   base           the behavior-cloned plan, replanned every control step
   base+adapter   the mean of K adapter samples (base plan + sampled residuals)
-  base+adapter+Q the adapter sample with the highest Q value among the K (plus the base plan itself
-                 when ``include_base``, our addition: a proposal must beat the base plan's Q by
-                 ``q_margin_rmse`` × the Q model's validation RMSE, else the base plan is driven)
+  base+adapter+Q the adapter sample with the highest Q value among the K; the Q model predicts a
+                 plan's advantage over the base plan (train.py: q_targets), so with ``include_base``
+                 (our addition) the base plan, whose advantage is 0 by definition, is driven unless a
+                 proposal's predicted advantage exceeds ``q_margin_rmse`` × the Q model's validation RMSE
 
-The adapter agents replan every ``replan_every`` steps and follow the chosen plan (made absolute
-when chosen) in between, as the counterfactual branches they learned from did; replanning a
-relative lateral offset every step would compound it.
+The adapter agents commit to a proposal for ``replan_every`` steps (made absolute when chosen), as
+the counterfactual branches they learned from did; replanning a relative lateral offset every
+step would compound it. The base plan (the base agent's, or the Q agent's when it keeps it) is
+replanned every step: followed open-loop it drifts.
 
 Each is a driving policy: ``act(obs)`` → action (2,), ``plan(obs)`` → (H, 4), ``reset()``.
 """
@@ -52,12 +54,13 @@ class MPAAgent:
         self.follower = TrajectoryFollower()
         self.generator = torch.Generator().manual_seed(seed)
         self.last_candidates: np.ndarray | None = None  # (K, H, 4) of the latest plan() (adapter agents)
-        self.trajectory = None  # the committed absolute Trajectory (adapter agents)
-        self.steps = 0
+        self.trajectory = None  # the absolute Trajectory being followed
+        self.base_plan: np.ndarray | None = None  # the base policy's plan at the latest plan()
+        self.hold = 0  # control steps left before replanning
 
     def reset(self) -> None:
         self.generator = torch.Generator().manual_seed(self.seed)
-        self.trajectory, self.steps = None, 0
+        self.trajectory, self.hold = None, 0
 
     def candidates(self, o: np.ndarray, base: np.ndarray) -> np.ndarray:
         """o (O,), base (H, 4) → K adapter proposals (K, H, 4)."""
@@ -68,23 +71,24 @@ class MPAAgent:
     def plan(self, obs: Observation) -> np.ndarray:
         """The plan (H, 4) this agent drives now (relative to the ego, data.py's frame)."""
         o = policy_obs(obs)
-        base = self.models.bc.predict(o[None])[0]
+        base = self.base_plan = self.models.bc.predict(o[None])[0]
         if self.kind == "base":
             return base
         cands = self.candidates(o, base)
         self.last_candidates = cands
         if self.kind == "base+adapter":
             return cands.mean(0)
+        q = self.models.q.score(o[None], cands[None])[0]  # predicted advantage over the base plan
+        best = int(np.argmax(q))
         if not self.cfg.include_base:
-            return cands[int(np.argmax(self.models.q.score(o[None], cands[None])[0]))]
-        q = self.models.q.score(o[None], np.concatenate([base[None], cands])[None])[0]
+            return cands[best]
         margin = self.cfg.q_margin_rmse * float(self.models.q.summary.get("val_rmse", 0.0))
-        best = int(np.argmax(q[1:]))
-        return cands[best] if q[1 + best] > q[0] + margin else base
+        return cands[best] if q[best] > margin else base
 
     def act(self, obs: Observation) -> np.ndarray:
-        every = 1 if self.kind == "base" else max(1, self.cfg.replan_every)
-        if self.trajectory is None or self.steps % every == 0:
-            self.trajectory = plan_trajectory(self.plan(obs), ego_state(obs), obs.t, self.dt)
-        self.steps += 1
+        if self.trajectory is None or self.hold <= 0:
+            plan = self.plan(obs)
+            self.trajectory = plan_trajectory(plan, ego_state(obs), obs.t, self.dt)
+            self.hold = 1 if self.kind == "base" or plan is self.base_plan else max(1, self.cfg.replan_every)
+        self.hold -= 1
         return self.follower.action(obs.ego, self.trajectory, obs.t)

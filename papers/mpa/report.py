@@ -40,18 +40,24 @@ def write_report(result: dict, out: Path) -> Path:
                          f"{s['progress_m']:.0f} | {s['episodes']} |")
     lines += ["", f"## Sweeps (base+adapter+Q on {', '.join(ev['sweep_scenarios'])})", "",
               "![score vs data](score_vs_data.png) ![score vs K](score_vs_k.png)", "",
-              "| counterfactual branch points | plans | score | collision |", "|---|---|---|---|"]
-    lines += [f"| {r['branch_points']} | {r['plans']} | {_ci(r, 'score')} | {r['collision']:.2f} |"
-              for r in ev["sweep_data_size"]]
+              "| counterfactual branch points | on adapter proposals | plans | score | collision |",
+              "|---|---|---|---|---|"]
+    lines += [f"| {r['branch_points']} | {r.get('proposal_points', 0)} | {r['plans']} | {_ci(r, 'score')} | "
+              f"{r['collision']:.2f} |" for r in ev["sweep_data_size"]]
     lines += ["", "| K | score | collision |", "|---|---|---|"]
     lines += [f"| {r['k']} | {_ci(r, 'score')} | {r['collision']:.2f} |" for r in ev["sweep_k"]]
-    cf = tr.get("counterfactual", {})
+    cf, prop = tr.get("counterfactual", {}), tr.get("proposals")
+    dagger = "; ".join(f"round {i + 1}: collided in {r['collisions']}/{r['episodes']}, +{r['labels']} labels"
+                       for i, r in enumerate(tr.get("dagger", [])))
     lines += ["", "## Training", "",
-              f"- expert samples: {tr['expert']['samples']}; base BC val R² {tr['bc']['val_r2']:.3f}",
+              f"- expert samples: {tr['expert']['samples']}; DAgger ({dagger or 'none'}); "
+              f"base BC val R² {tr['bc']['val_r2']:.3f}",
               f"- counterfactual: {cf.get('branch_points')} branch points, {cf.get('plans')} plans, mean return "
               f"{cf.get('mean_return', 0):.1f}, base plan best at {cf.get('base_is_best_fraction', 0):.0%} of points",
+              *([f"- on the adapter's proposals (Q data): {prop['branch_points']} branch points, mean return "
+                 f"{prop['mean_return']:.1f}, base plan best at {prop['base_is_best_fraction']:.0%}"] if prop else []),
               f"- adapter (diffusion on residuals) val loss {tr['adapter']['val_loss']:.3f}; "
-              f"Q val RMSE {tr['q']['val_rmse']:.1f}, Spearman {tr['q']['val_spearman']:.3f}", ""]
+              f"Q (advantage over the base plan) val RMSE {tr['q']['val_rmse']:.1f}, Spearman {tr['q']['val_spearman']:.3f}", ""]
     path = out / "report.md"
     path.write_text("\n".join(lines))
     _plots(ev, out)

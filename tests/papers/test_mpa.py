@@ -12,7 +12,7 @@ pytest.importorskip("torch")
 
 from embody.papers.mpa.config import DataConfig  # noqa: E402
 from embody.papers.mpa.data import (  # noqa: E402
-    branch_point, ego_state, expert_rollouts, make_sim, perturb_plan, plan_trajectory, relative_plan,
+    branch_point, dagger_rollouts, ego_state, expert_plan, expert_rollouts, make_sim, perturb_plan, plan_trajectory, relative_plan,
 )
 from embody.papers.mpa.train import q_targets  # noqa: E402
 from embody.sims.driving.control import TrajectoryFollower  # noqa: E402
@@ -46,6 +46,25 @@ def test_expert_data_shapes_and_frame():
     assert np.allclose(plans[:, 0, 0], speed * 0.2, atol=0.6)
     assert np.all(np.abs(plans[:, 0, 1]) < 0.3)
     assert np.all(np.diff(plans[:, :, 0], axis=1) > 0)  # moving forward along the road
+
+
+def test_expert_plan_is_the_expert_s_future_and_labels_dagger_states():
+    cfg = DataConfig(expert_max_steps=12, horizon=5, label_every=3)
+    obs, plans = expert_rollouts(cfg, [4])
+    sim = make_sim(cfg.scenario)
+    o = sim.reset(4)
+    for _ in range(3):
+        o = sim.step(sim.expert_action()).obs
+    before = ego_state(sim.observe())
+    assert np.allclose(expert_plan(sim, o, cfg.horizon), plans[3])  # the cloned rollout = the episode's future
+    assert np.array_equal(ego_state(sim.observe()), before)  # and the sim is back where it was
+    # DAgger: a policy that drives straight on is labelled with the expert's plans from where it got to
+    drive = CruisePlanner(sim, cfg.horizon)
+    drive.act = lambda obs: np.zeros(2)
+    d_obs, d_plans, stats = dagger_rollouts(cfg, drive, [4, 5])
+    assert stats == {"episodes": 2, "steps": 24, "collisions": 0}
+    assert d_obs.shape == (8, obs.shape[1]) and d_plans.shape == (8, 5, 4)
+    assert np.array_equal(d_obs[0], obs[0])  # the first state is the reset: the same as the expert's
 
 
 def test_plan_round_trip_and_perturbation():
@@ -130,7 +149,13 @@ def test_adapter_targets_and_driving_score():
     cond, residual = adapter_targets(cf, top_k=1)
     assert cond.shape == (2, 5 + 12) and residual.shape == (2, 3, 4)
     assert np.allclose(residual[0], 0.0) and np.allclose(residual[1], 1.0)  # base best → zero residual
-    assert q_targets(cf)[2].tolist() == [5.0, 1.0, 0.0, 0.0, 9.0, 1.0]
+    assert q_targets(cf)[2].tolist() == [0.0, -4.0, -5.0, 0.0, 9.0, 1.0]  # advantage over the base plan
+    both = cf.concat(CounterfactualData(cf.obs, cf.base_plan, cf.plans, cf.returns[:, ::-1].copy(),
+                                        np.ones(2, dtype=np.int8)))
+    assert np.array_equal(adapter_targets(both, top_k=1)[1], residual)  # the adapter learns the perturbation family
+    assert len(q_targets(both)[2]) == 12  # the Q model learns everything
+    half = both.subset(0.5)  # the first half of each source (at least 2 points)
+    assert half.source.tolist() == [0, 0, 1, 1]
     assert driving_score({"collision": False, "off_road_steps": 0, "progress_m": 150.0}, 300.0) == 0.5
     assert driving_score({"collision": True, "off_road_steps": 0, "progress_m": 300.0}, 300.0) == 0.0
     assert driving_score({"collision": False, "off_road_steps": 2, "progress_m": 300.0}, 300.0) == 0.0
