@@ -19,6 +19,7 @@ from dataclasses import replace
 import numpy as np
 
 from embody.progress import Progress
+from embody.stats import bootstrap_ci
 from embody.sims.driving.base import StepMetrics, summarize
 
 from .config import SETTINGS, MPAConfig
@@ -59,15 +60,6 @@ def run_agent_episode(kind: str, models: Models, cfg: MPAConfig, scenario: str, 
     out["reference_m"] = sc.ego.target_speed * limit * sim.dt
     out["score"] = driving_score(out, out["reference_m"])
     return out
-
-
-def bootstrap_ci(values: list[float], n: int = 1000, seed: int = 0) -> tuple[float, float]:
-    """95 % percentile-bootstrap interval of the mean of ``values``."""
-    v = np.asarray(values, dtype=np.float64)
-    if len(v) < 2:
-        return (float(v.mean()), float(v.mean())) if len(v) else (float("nan"), float("nan"))
-    means = v[np.random.default_rng(seed).integers(0, len(v), (n, len(v)))].mean(1)
-    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
 def summarize_episodes(episodes: list[dict], n_boot: int) -> dict:
