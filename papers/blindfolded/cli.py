@@ -1,9 +1,10 @@
-"""``embody blindfolded collect|train|eval|study [--scale tiny|paper] [--domain maze] [--out DIR] [--seed S]``.
+"""``embody blindfolded collect|train|eval|study [--scale tiny|paper] [--domain maze|peg] [--out DIR] [--seed S]``.
 
 collect: expert demonstrations of every level (or --level) on the seed's first m training tasks
          (--m, default the scale's largest m) into DIR/demos/<level>_seed<S>.npz.
 train:   a history-conditioned BC policy per level on the first --m (default all) demonstrations of
-         DIR/demos into DIR/models/<level>_seed<S>_m<m>/ (embody checkpoints; + DIR/train.json).
+         DIR/demos into DIR/models/<level>_seed<S>_m<m>/ (embody checkpoints; + DIR/train.json; peg: a
+         run directory that `embody deploy DIR/models/... --robot peg_arm --target sim` runs).
 eval:    those policies on their training tasks and on the held-out tasks: DIR/eval.json and a table.
 study:   the whole study (levels × m × seeds): DIR/results.json, report.md, success_vs_m.png,
          gap_vs_sqrt_I_over_m.png.
@@ -25,11 +26,13 @@ def add_parser(sub) -> None:
     p.add_argument("action", choices=("collect", "train", "eval", "study"))
     p.add_argument("--scale", choices=("tiny", "paper"), default="tiny",
                    help="tiny: the whole study in well under a minute (CI); paper: levels × m ∈ 1..32 × 3 seeds")
-    p.add_argument("--domain", choices=("maze",), default="maze", help="the task family (peg: to come)")
+    p.add_argument("--domain", choices=("maze", "peg"), default="maze",
+                   help="the task family: maze (minigrid) or peg (peg insertion on the simulated arm, MuJoCo)")
     p.add_argument("--out", default="runs/blindfolded", metavar="DIR", help="output folder (default runs/blindfolded)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--level", action="append", metavar="NAME",
-                   help="collect/train/eval: only this information level (repeatable; informed, region-K, blind, blind-wall)")
+                   help="collect/train/eval: only this information level (repeatable; maze: informed, region-K, blind, "
+                        "blind-wall; peg: informed, region-4mm, region-8mm, blind)")
     p.add_argument("--m", type=int, help="collect/train/eval: the number of demonstrated tasks")
     from .teleop import add_teleop_arguments
 
@@ -68,15 +71,21 @@ def run(args) -> int:
         return 0
 
     from . import demos as demo_io
-    from .study import collect, demos_path, evaluate_cell, get_domain, train_on
+    from .study import collect, demos_path, evaluate_cell, first_tasks, get_domain, train_on
 
     domain = get_domain(cfg)
     try:
         levels = [lv for lv in (args.level or domain.levels())]
-        from .maze import Level
+        if cfg.domain == "peg":
+            from .peg import information_bits
 
-        for lv in levels:
-            Level.parse(lv)
+            for lv in levels:
+                information_bits(lv)  # ValueError naming the valid levels
+        else:
+            from .maze import Level
+
+            for lv in levels:
+                Level.parse(lv)
     except ValueError as e:
         _log(f"embody blindfolded: error: {e}")
         return 2
@@ -85,7 +94,10 @@ def run(args) -> int:
         collect(cfg, out, args.seed, levels, args.m, _log)
         _log(f"blindfolded: demonstrations in {out / 'demos'} ({time.perf_counter() - t0:.0f} s)")
         return 0
-    from .history_bc import load_policy, save_policy
+    if hasattr(domain, "save_policy"):  # peg: the models are deployable run directories
+        save_policy, load_policy = domain.save_policy, domain.load_policy
+    else:
+        from .history_bc import load_policy, save_policy
 
     summary = {}
     for lv in levels:
@@ -94,19 +106,21 @@ def run(args) -> int:
             raise FileNotFoundError(f"{path}: no demonstrations for level {lv!r}; run `embody blindfolded collect "
                                     f"--scale {args.scale} --out {args.out} --seed {args.seed}` first")
         demos = demo_io.load(path, domain.obs_spec)
-        m = args.m or len(demos.episode_lengths)
-        if m > len(demos.episode_lengths):
-            _log(f"embody blindfolded: error: --m {m}, but {path} holds {len(demos.episode_lengths)} demonstrations")
+        n_tasks = len(demos.meta.get("tasks", [])) if "episode_tasks" in demos.meta else len(demos.episode_lengths)
+        m = args.m or n_tasks
+        if m > n_tasks:
+            _log(f"embody blindfolded: error: --m {m}, but {path} holds demonstrations of {n_tasks} tasks")
             return 2
         tasks = [int(t) for t in demos.meta["tasks"][:m]]
         model = _model_path(out, lv, args.seed, m)
         if args.action == "train":
-            policy, info = train_on(cfg, domain, demos.first(m), args.seed)
+            policy, info = train_on(cfg, domain, first_tasks(demos, m), args.seed)
             save_policy(policy, model, {"level": lv, "m": m, "seed": args.seed, "tasks": tasks})
             summary[lv] = {"m": m, "model": str(model), **info}
-            _log(f"blindfolded: {lv}: m={m}, loss {info['loss']:.3f}, accuracy {info['accuracy']:.2f} -> {model}")
+            acc = f", accuracy {info['accuracy']:.2f}" if "accuracy" in info else ""
+            _log(f"blindfolded: {lv}: m={m}, loss {info['loss']:.3f}{acc} -> {model}")
         else:
-            if not (model / "checkpoint.json").exists():
+            if not ((model / "checkpoint.json").exists() or (model / "checkpoint").is_dir()):
                 raise FileNotFoundError(f"{model}: no trained policy; run `embody blindfolded train --scale "
                                         f"{args.scale} --out {args.out} --seed {args.seed} --m {m}` first")
             policy, _ = load_policy(model)

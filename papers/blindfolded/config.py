@@ -2,7 +2,7 @@
 
 A study crosses information levels × m (demonstrated tasks) × seeds; each cell collects one expert
 demonstration on each of m training tasks, trains a history-conditioned BC policy on them and evaluates
-it on those training tasks and on held-out tasks. The domain (``maze`` now; ``peg`` to come) has its own
+it on those training tasks and on held-out tasks. The domain (``maze`` or ``peg``) has its own
 sub-config; ``StudyConfig.domain`` selects it (study.DOMAINS).
 
 tiny:  9×9 mazes, 4 levels × m ∈ {1, 2, 4, 8} × 2 seeds, 32 held-out mazes: well under a minute on 2 busy cores.
@@ -27,11 +27,28 @@ class MazeConfig:
 
 
 @dataclass
+class PegConfig:
+    """The peg domain (peg.PegDomain): holes within ±8 mm, MuJoCo, the GRU student (policies/bc.py)."""
+
+    levels: list[str] = field(default_factory=lambda: ["informed", "region-4mm", "region-8mm", "blind"])  # peg.LEVELS
+    max_steps: int = 600  # per episode, experts and students alike
+    demos_per_task: int = 4  # expert episodes per demonstrated hole (other start poses / regions); failures dropped
+    expert_eval_tasks: int = 32  # held-out holes on which the experts' success is reported
+    n_envs: int = 16
+    hidden: int = 64  # GRU width (student)
+    epochs: int = 150
+    seq_len: int = 64
+    batch_size: int = 256
+    lr: float = 2e-3
+
+
+@dataclass
 class StudyConfig:
     scale: str = "tiny"
     seed: int = 0  # the first seed; replicate r uses seed + r
     domain: str = "maze"
     maze: MazeConfig = field(default_factory=MazeConfig)
+    peg: PegConfig = field(default_factory=PegConfig)
     bc: HistoryBCConfig = field(default_factory=HistoryBCConfig)
     m_values: list[int] = field(default_factory=lambda: [1, 2, 4, 8])
     seeds: int = 2  # replicates
@@ -51,8 +68,10 @@ class StudyConfig:
 
 def for_scale(scale: str, seed: int = 0, domain: str = "maze") -> StudyConfig:
     """The tiny (CI) or paper configuration, every random choice seeded from ``seed``."""
+    if domain == "peg":
+        return _peg_scale(scale, seed)
     if domain != "maze":
-        raise ValueError(f"unknown domain {domain!r}; valid: maze (peg is not implemented yet)")
+        raise ValueError(f"unknown domain {domain!r}; valid: maze, peg")
     if scale == "tiny":
         return StudyConfig("tiny", seed, domain, MazeConfig(max_steps=100),
                            HistoryBCConfig(hidden=64, embed=64, epochs=120, target_loss=0.02, seed=seed),
@@ -64,4 +83,20 @@ def for_scale(scale: str, seed: int = 0, domain: str = "maze") -> StudyConfig:
                            HistoryBCConfig(hidden=128, embed=128, epochs=300, batch_episodes=16, target_loss=0.01,
                                            seed=seed),
                            m_values=[1, 2, 4, 8, 16, 32], seeds=3, heldout=100, train_eval_episodes=32)
+    raise ValueError(f"unknown scale {scale!r}; valid: tiny, paper")
+
+
+def _peg_scale(scale: str, seed: int) -> StudyConfig:
+    """peg tiny: a pipeline check (~1 min on 2 busy cores): 3 levels × m ∈ {1, 2} × 1 seed, 8 held-out
+    holes, 300-step episodes, a small GRU. peg paper: 4 levels × m ∈ {1, 2, 4, 8, 16, 32} × 3 seeds,
+    64 held-out holes, 600-step episodes (see README.md for its estimated runtime)."""
+    if scale == "tiny":
+        return StudyConfig("tiny", seed, "peg",
+                           peg=PegConfig(levels=["informed", "region-4mm", "blind"], max_steps=300, demos_per_task=2,
+                                         expert_eval_tasks=8, n_envs=8, hidden=32, epochs=15, seq_len=32),
+                           m_values=[1, 2], seeds=1, heldout=8, train_eval_episodes=4)
+    if scale == "paper":
+        return StudyConfig("paper", seed, "peg", peg=PegConfig(max_steps=600, demos_per_task=8, expert_eval_tasks=32,
+                                                               n_envs=16, hidden=64, epochs=150),
+                           m_values=[1, 2, 4, 8, 16, 32], seeds=3, heldout=64, train_eval_episodes=32)
     raise ValueError(f"unknown scale {scale!r}; valid: tiny, paper")

@@ -1,8 +1,9 @@
 """The study: held-out success of cloned experts vs. the number of demonstrated tasks m, per information level.
 
-For each replicate seed and level: one expert demonstration on each of max(m) training tasks (saved,
-then reloaded through the validating loader); for each m, a history-conditioned BC policy trained on
-the first m demonstrations, evaluated on its training tasks and on the held-out tasks. Then: 95%
+For each replicate seed and level: one expert demonstration on each of max(m) training tasks (peg: several
+per hole, only the successful ones kept; saved, then reloaded through the validating loader); for each m,
+a history-conditioned BC policy (the domain's ``train`` when it has one) trained on the demonstrations
+of the first m tasks, evaluated on its training tasks and on the held-out tasks. Then: 95%
 bootstrap intervals, the generalization gap (train − held-out success) fitted against sqrt(I/m) by
 least squares, a plain verdict, results.json, report.md, success_vs_m.png and gap_vs_sqrt_I_over_m.png.
 """
@@ -32,7 +33,36 @@ def get_domain(cfg: StudyConfig):
         from .maze import MazeDomain
 
         return MazeDomain(cfg.maze)
-    raise ValueError(f"unknown domain {cfg.domain!r}; valid: maze")
+    if cfg.domain == "peg":
+        from .peg import PegDomain
+
+        return PegDomain(cfg.peg)
+    raise ValueError(f"unknown domain {cfg.domain!r}; valid: maze, peg")
+
+
+def first_tasks(demos: demo_io.Demos, m: int) -> demo_io.Demos | None:
+    """The demonstrations of the first ``m`` tasks: the first m episodes, or, when the domain kept only
+    successful expert episodes (``meta.episode_tasks``: each episode's task index), those of tasks < m
+    (None when the expert succeeded on none of them)."""
+    ep_tasks = demos.meta.get("episode_tasks")
+    if ep_tasks is None:
+        return demos.first(m)
+    k = sum(1 for t in ep_tasks if t < m)
+    if k == 0:
+        return None
+    d = demos.first(k)
+    d.meta["tasks"], d.meta["episode_tasks"] = list(demos.meta["tasks"])[:m], list(ep_tasks)[:k]
+    return d
+
+
+def expert_stats(domain, level: str, tasks) -> dict:
+    """The expert of ``level`` on ``tasks``: success, steps (mean / max), from the domain."""
+    if hasattr(domain, "expert_stats"):
+        return domain.expert_stats(level, tasks)
+    eps = domain.expert_episodes(level, tasks)
+    return {"success": float(np.mean([e.success for e in eps])),
+            "steps_mean": float(np.mean([len(e.action) for e in eps])),
+            "steps_max": int(max(len(e.action) for e in eps))}
 
 
 def demos_path(out: Path, level: str, seed: int) -> Path:
@@ -56,6 +86,12 @@ def collect(cfg: StudyConfig, out: Path, seed: int, levels: list[str] | None = N
 
 
 def train_on(cfg: StudyConfig, domain, demos: demo_io.Demos, seed: int):
+    if hasattr(domain, "train"):  # the domain's own learner (peg: the continuous GRU student)
+        if demos is None:
+            from .peg import ZeroPolicy
+
+            return ZeroPolicy(), {"loss": float("nan"), "episodes": 0, "note": "no successful expert demonstration"}
+        return domain.train(demos, seed)
     feats = [domain.features(obs) for obs, _ in demos.episodes()]
     acts = [a.astype(np.int64) for _, a in demos.episodes()]
     bc = type(cfg.bc)(**{**asdict(cfg.bc), "seed": seed})
@@ -151,11 +187,8 @@ def run_study(cfg: StudyConfig, out: str | Path, log: Callable[[str], None] = pr
     heldout = cfg.heldout_tasks()
     info = {lv: domain.information(lv, heldout) for lv in levels}
     experts = {}
-    for lv in levels:  # the experts on the held-out tasks: their time, and a check that they always succeed
-        eps = domain.expert_episodes(lv, heldout)
-        experts[lv] = {"success": float(np.mean([e.success for e in eps])),
-                       "steps_mean": float(np.mean([len(e.action) for e in eps])),
-                       "steps_max": int(max(len(e.action) for e in eps)), "I_bits": info[lv]}
+    for lv in levels:  # the experts on the held-out tasks: their time and success
+        experts[lv] = {**expert_stats(domain, lv, heldout), "I_bits": info[lv]}
     rnd = domain.evaluate(None, heldout, seed=cfg.seed)
     baseline = {"heldout_success": float(rnd.success.mean()), "heldout_steps": float(rnd.steps.mean())}
     log("blindfolded: I (bits) " + ", ".join(f"{k} {v:.2f}" for k, v in info.items()) +
@@ -168,7 +201,7 @@ def run_study(cfg: StudyConfig, out: str | Path, log: Callable[[str], None] = pr
         for lv in levels:
             demos = demo_io.load(paths[lv], domain.obs_spec)
             for m in cfg.m_values:
-                policy, bc_info = train_on(cfg, domain, demos.first(m), seed)
+                policy, bc_info = train_on(cfg, domain, first_tasks(demos, m), seed)
                 cell = evaluate_cell(cfg, domain, policy, cfg.train_tasks(seed, m), seed)
                 runs.append({"level": lv, "m": m, "seed": seed, "I_bits": info[lv], "bc": bc_info, **cell})
                 done += 1
@@ -193,9 +226,13 @@ def write_report(result: dict, out: Path) -> Path:
     ms = cfg["m_values"]
     table = {(c["level"], c["m"]): c for c in summ["table"]}
     levels = list(result["information_bits"])
+    demos_text = "one expert demonstration per training task"
+    if cfg["domain"] == "peg":
+        demos_text = (f"{cfg['peg']['demos_per_task']} expert episodes per training hole, only the successful ones "
+                      f"cloned; {cfg['peg']['max_steps']}-step episodes")
     lines = [f"# Blindfolded experts — {cfg['domain']} study ({cfg['scale']} scale)", "",
-             f"{cfg['seeds']} seed(s) from {cfg['seed']}; {cfg['heldout']} held-out tasks; one expert demonstration "
-             f"per training task; history-conditioned GRU BC. Time: {result['time_s']:.0f} s.", "",
+             f"{cfg['seeds']} seed(s) from {cfg['seed']}; {cfg['heldout']} held-out tasks; {demos_text}; "
+             f"history-conditioned GRU BC. Time: {result['time_s']:.0f} s.", "",
              "## Held-out success rate (mean over seeds; 95% bootstrap CI over pooled episodes)", "",
              "| level | I (bits) | " + " | ".join(f"m={m}" for m in ms) + " |",
              "|---|---|" + "---|" * len(ms)]
@@ -212,7 +249,9 @@ def write_report(result: dict, out: Path) -> Path:
     lines += ["", "## Experts on the held-out tasks", "", "| level | I (bits) | success | mean steps | max steps |",
               "|---|---|---|---|---|"]
     for lv, e in result["experts"].items():
-        lines.append(f"| {lv} | {e['I_bits']:.2f} | {e['success']:.2f} | {e['steps_mean']:.1f} | {e['steps_max']} |")
+        force = f" (peak wrist force {e['peak_force_max']:.1f} N)" if "peak_force_max" in e else ""
+        lines.append(f"| {lv} | {e['I_bits']:.2f} | {e['success']:.2f}{force} | {e['steps_mean']:.1f} | "
+                     f"{e['steps_max']} |")
     rp = result["random_policy"]
     fit = summ["fit"]
     lines += ["", f"Uniformly random policy: held-out success {rp['heldout_success']:.2f}, "

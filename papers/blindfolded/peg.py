@@ -1,0 +1,572 @@
+"""Blindfolded experts, peg domain: peg insertion tasks, experts at controlled information levels,
+history-conditioned (GRU) behavior cloning and evaluation on given holes.
+
+**Task** = a hole pose: the hole's xy offset from the nominal mouth (m), within ±``hole_xy_range``
+(8 mm) in x and y (the task's own prior; yaw 0, clearance fixed at 1 mm, one VecEnv). ``TaskPegInsert``
+is ``peg-insert`` whose ``sample_fixtures`` takes each resetting env's hole from a queue of tasks
+(one queue entry per episode) instead of drawing it, so a batch of envs plays given tasks.
+The learner observes ``peg-insert``'s 33-dim observation (proprioception, tip pose relative to the
+nominal mouth, wrench, previous action, controller target), never the hole.
+
+**Experts** (each a Policy over cat(obs, privileged obs) (n, 38) → (n, 3), batched over envs):
+  - ``informed``: ``ScriptedExpert(approach="contact")`` (reads the true hole offset);
+  - ``region-<s>mm``: ``SearchExpert(side=s)``: told only a square of side s containing the hole,
+    centred at hole + U(-s/2, s/2)² (so the centre does not reveal the hole);
+  - ``blind``: ``SearchExpert(side=None)``: the prior square (centre = nominal hole, side 2·range).
+  A search expert moves above the region's centre, touches down, then slides a square spiral
+  (pitch 1.2 mm < 2·clearance, so the path passes within 0.6 mm of every point) pressing the
+  target ``press`` (0.4 mm) below the board's face, 0.7 mm per step, advancing along the spiral only while the tip keeps up
+  with it. It detects the hole by the tip dropping below the face (height < -0.3 mm: the peg is in),
+  then pushes down as the informed expert does, and lifts whenever the wrist force exceeds
+  ``max_force`` (a jam). Its only use of the privileged observation is drawing the region at the
+  first step after each reset; the spiral and the detection use the learner's observation.
+
+**Information** (``information_bits``): with task resolution δ = 1 mm (the clearance: a hole known
+to within δ is found without search), H(hole) = log2((2·range/δ)²) = 8 bits and an expert told a
+square of side s has H(hole | region) = max(0, log2((s/δ)²)), so I = H(hole) − H(hole | region):
+informed 8, region-4mm 4, region-8mm 2, blind 0 bits. Near the prior's border a random-offset
+region sticks out of the prior and the posterior is narrower than s², so these nominal values are a
+slight under-estimate for region levels (``information_bits_exact`` integrates the edge effect).
+(computed with ``information.box_information``, the maze half's box formula.)
+
+**Cloning / evaluation**: ``collect`` (expert demonstrations on m given tasks, learner observations
+only), ``train_student`` (``RecurrentActorCritic`` + ``train_bc`` on BPTT windows), ``evaluate``
+(success rate, steps to insert, peak wrist force on given tasks). All batched over envs.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from embody.policies.bc import BCConfig, train_bc
+from embody.policies.datasets import Demonstrations
+from embody.policies.recurrent import RecurrentActorCritic, RecurrentConfig
+from embody.robots import get_robot
+from embody.rotations import yaw_quat
+from embody.sims import SIMULATORS, make_sim
+from embody.sims.base import check_capabilities
+from embody.sims.tasks.peg_insert import (
+    HOLE, OBS_SIZE, PRIVILEGED_SIZE, TARGET, TIP, WRENCH, PegInsert, PegInsertConfig, ScriptedExpert)
+from embody.sims.vec_env import VecEnv
+
+from .information import box_information
+
+HOLE_XY_RANGE = 0.008  # m, ± (peg-insert's default prior)
+DELTA = 0.001  # m, task resolution for I (the clearance-scale alignment tolerance)
+MAX_EPISODE_STEPS = 600  # one episode budget for every level (the blind spiral covers the prior in ~500 steps)
+# level -> side (m) of the square the expert is told contains the hole; 0: the hole itself
+# (informed); None: nothing beyond the prior (blind)
+LEVELS: dict[str, float | None] = {"informed": 0.0, "region-4mm": 0.004, "region-8mm": 0.008, "blind": None}
+
+
+# -- information ---------------------------------------------------------------------------------
+def information_bits(level: str, hole_xy_range: float = HOLE_XY_RANGE, delta: float = DELTA) -> float:
+    """I = H(hole) − H(hole | expert's knowledge) in bits, hole uniform over the (2·range)² square at
+    resolution δ: ``information.box_information`` of the prior square and the square of side max(s, δ)
+    the expert is told (δ for informed, the prior square itself for blind): 8, 4, 2, 0 bits for
+    informed, region-4mm, region-8mm, blind at range ±8 mm, δ = 1 mm."""
+    side = _side(level, hole_xy_range)
+    prior = 2 * hole_xy_range
+    known = min(max(side, delta), prior)
+    return box_information((prior, prior), (known, known))
+
+
+def information_bits_exact(level: str, hole_xy_range: float = HOLE_XY_RANGE, delta: float = DELTA,
+                           grid: int = 2001) -> float:
+    """As ``information_bits`` but with the posterior of a random-offset region clipped to the prior:
+    per axis, H(x | c) = E log2(max(δ, |[c − s/2, c + s/2] ∩ [−R, R]|)/δ) with x ~ U(−R, R) and
+    c = x + U(−s/2, s/2) (numerical integration; the two axes are independent)."""
+    side, R = _side(level, hole_xy_range), hole_xy_range
+    h_prior_axis = math.log2(2 * R / delta)
+    if side <= delta or level == "blind":
+        return 2 * (h_prior_axis - (0.0 if side <= delta else h_prior_axis))
+    x = np.linspace(-R, R, grid)[:, None]
+    u = np.linspace(-side / 2, side / 2, grid)[None, :]
+    c = x + u
+    length = np.minimum(c + side / 2, R) - np.maximum(c - side / 2, -R)
+    h_post_axis = float(np.mean(np.log2(np.maximum(length, delta) / delta)))
+    return 2 * (h_prior_axis - h_post_axis)
+
+
+def _side(level: str, hole_xy_range: float) -> float:
+    if level not in LEVELS:
+        raise ValueError(f"unknown level {level!r}; valid: {list(LEVELS)}")
+    side = LEVELS[level]
+    return 2 * hole_xy_range if side is None else side
+
+
+# -- tasks ---------------------------------------------------------------------------------------
+def sample_tasks(rng: np.random.Generator, n: int, hole_xy_range: float = HOLE_XY_RANGE) -> np.ndarray:
+    """(n, 2) hole xy offsets [m] drawn uniformly within ±range (peg-insert's prior)."""
+    return rng.uniform(-hole_xy_range, hole_xy_range, (n, 2))
+
+
+def split_tasks(seed: int, n_train: int, n_heldout: int) -> tuple[np.ndarray, np.ndarray]:
+    """Disjoint training (n_train, 2) and held-out (n_heldout, 2) holes from one seed (continuous
+    draws: distinct with probability 1; the held-out set does not depend on n_train)."""
+    rng = np.random.default_rng([seed, 11])
+    heldout = sample_tasks(rng, n_heldout)
+    train = sample_tasks(np.random.default_rng([seed, 12]), n_train)
+    return train, heldout
+
+
+class TaskPegInsert(PegInsert):
+    """peg-insert playing given holes: ``assign(tasks)`` queues one hole per episode; every env
+    that resets takes the next queued hole (in env order) and records its queue index in
+    ``episode_id`` (-1 once the queue is empty: the env idles on a drawn hole, not to be counted)."""
+
+    name = "peg-insert-tasks"
+
+    def __init__(self, config: PegInsertConfig, robot, n_envs: int, seed: int = 0):
+        super().__init__(config, robot, n_envs, seed)
+        self.queue = np.zeros((0, 2))
+        self.next = 0
+        self.episode_id = np.full(n_envs, -1, dtype=np.int64)
+
+    def assign(self, tasks: np.ndarray) -> None:
+        """tasks (E, 2) hole xy offsets [m], one per episode, played in order."""
+        tasks = np.asarray(tasks, dtype=np.float64).reshape(-1, 2)
+        if np.abs(tasks).max(initial=0.0) > self.config.hole_xy_range + 1e-9:
+            raise ValueError(f"hole offsets must lie within ±{self.config.hole_xy_range} m")
+        self.queue, self.next = tasks, 0
+
+    def sample_fixtures(self, env_ids: np.ndarray) -> dict:
+        out = super().sample_fixtures(env_ids)  # draws (and keeps) a hole for envs beyond the queue
+        take = min(len(env_ids), len(self.queue) - self.next)
+        ids = env_ids[:take]
+        self.hole[ids, :2] = self.nominal[:2] + self.queue[self.next:self.next + take]
+        self.episode_id[env_ids] = -1
+        self.episode_id[ids] = np.arange(self.next, self.next + take)
+        self.next += take
+        if out:
+            out = {k: (self.hole[env_ids].copy(), yaw_quat(self.yaw[env_ids])) for k in out}
+        return out
+
+
+def make_config(max_episode_steps: int | None = None) -> PegInsertConfig:
+    """peg-insert's defaults (8 mm range, 1 mm clearance, round hole) with one longer episode
+    budget for every level."""
+    return PegInsertConfig(max_episode_steps=max_episode_steps or MAX_EPISODE_STEPS, hole_xy_range=HOLE_XY_RANGE)
+
+
+def make_env(n_envs: int, seed: int = 0, config: PegInsertConfig | None = None, sim: str = "mujoco") -> VecEnv:
+    config = config or make_config()
+    config.sim.n_envs = n_envs
+    robot = get_robot(PegInsert.robot_name, **PegInsert.robot_params(config, seed))
+    task = TaskPegInsert(config, robot, n_envs, seed)
+    check_capabilities(sim, SIMULATORS.get(sim).capabilities, task.name, task.requirements())
+    return VecEnv(task, make_sim(sim, robot, config.sim), seed=seed)
+
+
+# -- experts -------------------------------------------------------------------------------------
+def _square_spiral(half: float) -> tuple[np.ndarray, np.ndarray]:
+    """Waypoints (K, 2) of a square spiral from the origin with unit spacing between passes (legs
+    1, 1, 2, 2, 3, 3, ... going right, up, left, down) until it has covered the square of half-side
+    ``half`` (units), and their cumulative path length (K,)."""
+    dirs = np.array([[1, 0], [0, 1], [-1, 0], [0, -1]], dtype=np.float64)
+    pts, p, leg = [np.zeros(2)], np.zeros(2), 0
+    while leg < 4 or np.abs(pts[-4:]).min(axis=1).min() <= half:
+        p = p + dirs[leg % 4] * (leg // 2 + 1)
+        pts.append(p.copy())
+        leg += 1
+    w = np.array(pts)
+    return w, np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(w, axis=0), axis=1))]
+
+
+class SearchExpert:
+    """A blindfolded peg-insertion expert (see the module docstring): a Policy over
+    cat(obs, privileged) (n, 38) → (n, 3) keeping per-env search state (region centre, progress
+    along the spiral [m], touched-down flag); ``reset(env_ids)`` clears it, and the region is drawn
+    (with the expert's own generator) at the first ``act`` after a reset.
+
+    ``side``: the region's side [m], None for the prior square (blind, centred on the nominal hole).
+    ``mode="slide"`` (default): slide along the spiral pressed ``press`` into the board, the
+    target pulled ``gain`` × the lag ahead of the tip (friction holds a pressed peg), advancing
+    ``speed`` per step while the tip is within ``tolerance`` of the spiral point. Measured on MuJoCo
+    (32 holes, 600 steps): region-4mm 81% in ~112 steps, region-8mm 66% in ~160, blind 66% in ~203
+    (peak wrist force ≤ ~17 N): the pressed peg sticks and slips on the board (and its seams) and on
+    the hole's rim, and passes within < 1 mm of the hole's axis without dropping in (the former
+    defaults, pitch 1.5 mm, 1 mm/step, 2 mm tolerance, 0.6 mm press: blind 50-56%).
+    ``mode="peck"``: probe the spiral's points ``pitch`` apart: move in the air ``lift`` above the
+    face, press down once within ``aim`` of the point, go on once the peg rests on the face. Sure to
+    find the hole in principle, but the arm rings laterally ~0.5 mm after each move, ~8 steps a
+    probe: 0-6% blind within 400 steps (kept for comparison / later tuning).
+    """
+
+    def __init__(self, config: PegInsertConfig, side: float | None, mode: str = "slide", pitch: float = 0.0012,
+                 press: float = 0.0004, drop: float = 0.0003, lift: float = 0.0006, aim: float = 0.0003,
+                 hover: float = 0.002, max_force: float = 25.0, speed: float = 0.0007, tolerance: float = 0.0015,
+                 gain: float = 2.0, seed: int = 0):
+        if mode not in ("peck", "slide"):
+            raise ValueError(f"mode must be 'peck' or 'slide', got {mode!r}")
+        self.config, self.side, self.mode = config, side, mode
+        self.pitch, self.press, self.drop, self.lift, self.aim = pitch, press, drop, lift, aim
+        self.hover, self.max_force = hover, max_force
+        self.speed, self.tolerance, self.gain = speed, tolerance, gain
+        self.obs_size, self.action_size = OBS_SIZE + PRIVILEGED_SIZE, 3
+        self.rng = np.random.default_rng([seed, 5])
+        half = (2 * config.hole_xy_range if side is None else side) / 2
+        self.way, self.cum = _square_spiral(half / pitch)
+        self.way *= pitch
+        self.cum *= pitch
+        self.bound = config.hole_xy_range + 0.5 * pitch  # probing beyond the prior is pointless
+        self.fresh: np.ndarray | None = None
+
+    def reset(self, env_ids=None) -> None:
+        if env_ids is None or self.fresh is None:
+            self.fresh = None
+        else:
+            self.fresh[np.asarray(env_ids)] = True
+
+    def _spiral(self, d: np.ndarray) -> np.ndarray:
+        """(n,) path length [m] → (n, 2) offset from the centre (wrapping to restart when done)."""
+        d = np.mod(d, self.cum[-1])
+        return np.stack([np.interp(d, self.cum, self.way[:, 0]), np.interp(d, self.cum, self.way[:, 1])], axis=1)
+
+    def _point(self, d: np.ndarray) -> np.ndarray:
+        return np.clip(self.centre + self._spiral(d), -self.bound, self.bound)
+
+    def act(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
+        x = obs.detach().cpu().numpy().astype(np.float64)
+        n, c = len(x), self.config
+        if self.fresh is None or len(self.fresh) != n:
+            self.fresh = np.ones(n, dtype=bool)
+            self.centre, self.d, self.touched = np.zeros((n, 2)), np.zeros(n), np.zeros(n, dtype=bool)
+        f = np.flatnonzero(self.fresh)
+        if f.size:  # the only read of the privileged observation: the region it is told
+            if self.side is not None:
+                self.centre[f] = x[f, OBS_SIZE:][:, HOLE][:, :2] + self.rng.uniform(
+                    -self.side / 2, self.side / 2, (f.size, 2))
+            else:
+                self.centre[f] = 0.0
+            self.d[f], self.touched[f], self.fresh[f] = 0.0, False, False
+        tip = x[:, TIP]  # relative to the nominal mouth; the hole's z is not randomized: the face is at 0
+        target = tip + x[:, TARGET]
+        force = np.linalg.norm(x[:, WRENCH][:, :3], axis=1)
+        height = tip[:, 2]
+        inside = height < -self.drop
+        on_face = height < 0.15e-3
+        self.touched |= on_face
+        goal = np.empty((n, 3))
+        if self.mode == "peck":
+            err = np.linalg.norm(self._point(self.d) - tip[:, :2], axis=1)
+            probed = self.touched & on_face & ~inside & (err < self.aim)  # this point rests on the face
+            self.d = np.where(probed, self.d + self.pitch, self.d)
+            point = self._point(self.d)
+            aimed = np.linalg.norm(point - tip[:, :2], axis=1) < self.aim
+            goal[:, :2] = point
+            goal[:, 2] = np.where(aimed, -self.press, np.where(self.touched, self.lift, self.hover))
+        else:
+            way = self._point(self.d)
+            on_track = np.linalg.norm(way - tip[:, :2], axis=1) < self.tolerance
+            self.d = np.where(self.touched & on_track & ~inside, self.d + self.speed, self.d)
+            way = self._point(self.d)
+            lead = self.gain * (way - tip[:, :2])  # pull the target ahead: friction holds a pressed peg
+            lead *= np.minimum(1.0, c.max_target_offset / np.maximum(np.abs(lead).max(axis=1), 1e-9))[:, None]
+            above = np.linalg.norm(self.centre - tip[:, :2], axis=1) < 0.5e-3
+            goal[:, :2] = np.where(self.touched[:, None], tip[:, :2] + lead, self.centre)
+            goal[:, 2] = np.where(self.touched | above, -self.press, self.hover)
+        goal[inside, :2] = tip[inside, :2]
+        goal[inside, 2] = -c.hole_depth - 0.0005
+        step = (goal - target) / c.action_scale
+        step[:, 2] = np.where(inside, step[:, 2], np.maximum(step[:, 2], -np.maximum(0.2, height / 0.01)))
+        step[force > self.max_force, 2] = 0.2
+        return torch.as_tensor(np.clip(step, -1.0, 1.0), dtype=torch.float32)
+
+
+def make_expert(level: str, config: PegInsertConfig | None = None, seed: int = 0):
+    """The expert of ``level`` (a Policy over cat(obs, privileged) (n, 38))."""
+    config = config or make_config()
+    side = _side(level, config.hole_xy_range) if level in LEVELS else None
+    if level == "informed":
+        return ScriptedExpert(config, approach="contact")
+    return SearchExpert(config, None if level == "blind" else side, seed=seed)
+
+
+# -- rollouts ------------------------------------------------------------------------------------
+@dataclass
+class Episodes:
+    """Per finished queued episode e (E,): success, length [steps], peak wrist force [N];
+    with ``record``, the rows of every queued episode in order (N, ...) and their starts."""
+
+    success: np.ndarray
+    length: np.ndarray
+    peak_force: np.ndarray
+    obs: np.ndarray | None = None
+    actions: np.ndarray | None = None
+    starts: np.ndarray | None = None
+
+
+@torch.no_grad()
+def run_episodes(env: VecEnv, policy, tasks: np.ndarray, privileged: bool, record: bool = False) -> Episodes:
+    """Play one episode per row of ``tasks`` (E, 2) with ``policy`` (deterministic ``act``; over
+    cat(obs, privileged) when ``privileged``, else obs only) on ``env``'s n envs (E may exceed n:
+    envs take the next hole as they finish)."""
+    task: TaskPegInsert = env.task
+    E = len(tasks)
+    task.assign(tasks)
+    obs, priv = env.reset()
+    policy.reset(None)
+    success, length, peak = np.zeros(E, dtype=bool), np.zeros(E, dtype=np.int64), np.zeros(E)
+    finished = np.zeros(E, dtype=bool)
+    running_peak = np.linalg.norm(obs[:, WRENCH][:, :3], axis=1)
+    rec: dict[str, list] = {"obs": [], "actions": [], "eid": []}
+    while not finished.all():
+        eid = task.episode_id.copy()
+        x = np.concatenate([obs, priv], axis=1) if privileged else obs
+        action = policy.act(torch.as_tensor(x, dtype=torch.float32)).cpu().numpy()
+        if record:
+            rec["obs"].append(obs)
+            rec["actions"].append(action.astype(np.float32))
+            rec["eid"].append(eid)
+        obs, _, terminated, truncated, info = env.step(action)
+        priv = info.privileged_obs
+        running_peak = np.maximum(running_peak, np.linalg.norm(info.final_obs[:, WRENCH][:, :3], axis=1))
+        done = np.flatnonzero(terminated | truncated)
+        if done.size:
+            ok = info.episode_success
+            mine = eid[done] >= 0
+            e = eid[done][mine]
+            success[e], length[e], peak[e] = ok[mine], info.episode_length[mine], running_peak[done][mine]
+            finished[e] = True
+            policy.reset(torch.as_tensor(done))
+            running_peak[done] = np.linalg.norm(obs[done][:, WRENCH][:, :3], axis=1)
+    out = Episodes(success, length, peak)
+    if record:
+        o, a, ids = np.stack(rec["obs"]), np.stack(rec["actions"]), np.stack(rec["eid"])  # (T, n, ...)
+        t, env_i = np.nonzero(ids >= 0)
+        order = np.lexsort((t, ids[t, env_i]))
+        t, env_i = t[order], env_i[order]
+        e = ids[t, env_i]
+        out.obs, out.actions = o[t, env_i], a[t, env_i]
+        out.starts = np.r_[True, e[1:] != e[:-1]]
+    return out
+
+
+# -- the study's domain API -----------------------------------------------------------------------
+def collect(level: str, tasks: np.ndarray, episodes_per_task: int = 1, seed: int = 0,
+            n_envs: int = 16) -> Demonstrations:
+    """Expert demonstrations of ``level`` on ``tasks`` (m, 2): ``episodes_per_task`` episodes per
+    hole (different start poses, and regions for region levels). Rows hold the learner's observation
+    only (N, 33) and the expert's action (N, 3); every episode is one segment. ``meta``: level, I,
+    tasks, the expert's per-episode success / length / peak force, time_s."""
+    start = time.perf_counter()
+    config = make_config()
+    queue = np.repeat(np.asarray(tasks, dtype=np.float64).reshape(-1, 2), episodes_per_task, axis=0)
+    env = make_env(min(n_envs, len(queue)), seed=seed, config=config)
+    ep = run_episodes(env, make_expert(level, config, seed=seed), queue, privileged=True, record=True)
+    env.close()
+    meta = {"level": level, "information_bits": information_bits(level), "tasks": np.asarray(tasks).tolist(),
+            "episodes_per_task": episodes_per_task, "seed": seed, "success": ep.success.tolist(),
+            "length": ep.length.tolist(), "peak_force": ep.peak_force.tolist(),
+            "time_s": time.perf_counter() - start}
+    return Demonstrations(torch.as_tensor(ep.obs), torch.as_tensor(ep.actions), torch.as_tensor(ep.starts), meta)
+
+
+def train_student(demos: Demonstrations, hidden: int = 64, epochs: int = 150, seq_len: int = 64,
+                  batch_size: int = 256, lr: float = 2e-3, seed: int = 0) -> RecurrentActorCritic:
+    """A GRU BC student (obs (n, 33) → action (n, 3), history in its state) trained on ``demos``
+    by BPTT over ``seq_len`` windows (``train_bc``); its ``fit`` attribute holds train_bc's result."""
+    torch.manual_seed(seed)
+    policy = RecurrentActorCritic(demos.obs_size, demos.action_size, 0,
+                                  RecurrentConfig(rnn_hidden=hidden, actor_hidden=[hidden]))
+    policy.fit = train_bc(policy, demos, BCConfig(epochs=epochs, batch_size=batch_size, seq_len=seq_len,
+                                                  burn_in=8, lr=lr, seed=seed))
+    return policy
+
+
+def evaluate(policy, tasks: np.ndarray, episodes_per_task: int = 1, seed: int = 0, n_envs: int = 16,
+             privileged: bool = False) -> dict:
+    """Run ``policy`` (a student over obs (n, 33); an expert over (n, 38) with ``privileged``) for
+    ``episodes_per_task`` episodes on each hole of ``tasks`` (m, 2). Returns success (rate),
+    steps_to_insert (mean length of successful episodes, nan if none), mean_steps (all episodes,
+    failures at the step limit), peak_force (mean over episodes of the peak tared wrist force, N),
+    episodes, time_s."""
+    start = time.perf_counter()
+    queue = np.repeat(np.asarray(tasks, dtype=np.float64).reshape(-1, 2), episodes_per_task, axis=0)
+    env = make_env(min(n_envs, len(queue)), seed=seed)
+    ep = run_episodes(env, policy, queue, privileged=privileged)
+    env.close()
+    return {"success": float(ep.success.mean()),
+            "steps_to_insert": float(ep.length[ep.success].mean()) if ep.success.any() else float("nan"),
+            "mean_steps": float(ep.length.mean()), "peak_force": float(ep.peak_force.mean()),
+            "episodes": len(queue), "time_s": time.perf_counter() - start}
+
+
+class ZeroPolicy:
+    """Holds the target (a = 0): the do-nothing baseline, obs (n, 33) → zeros (n, 3)."""
+
+    obs_size, action_size = OBS_SIZE, 3
+
+    def act(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
+        return torch.zeros(obs.shape[0], 3)
+
+    def reset(self, env_ids=None) -> None:
+        pass
+
+
+class RandomPolicy:
+    """Uniformly random actions in [-1, 1]³ (the study's random baseline), seeded."""
+
+    obs_size, action_size = OBS_SIZE, 3
+
+    def __init__(self, seed: int = 0):
+        self.gen = torch.Generator().manual_seed(seed)
+
+    def act(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
+        return torch.rand(obs.shape[0], 3, generator=self.gen) * 2 - 1
+
+    def reset(self, env_ids=None) -> None:
+        pass
+
+
+# -- deployable run directory ------------------------------------------------------------------------
+def train_config(config: PegInsertConfig | None = None, seed: int = 0):
+    """The TrainConfig of the plain ``peg-insert`` env a student was cloned on (the hole-queue
+    subclass only chooses which holes are played; observation, action and dynamics are peg-insert's)."""
+    from embody.config import to_dict
+    from embody.train import TrainConfig
+
+    env = to_dict(config or make_config())
+    env.pop("sim", None)
+    return TrainConfig(task=PegInsert.name, sim="mujoco", n_envs=1, steps=0, seed=seed, env=env)
+
+
+def write_run(policy, out, meta: dict | None = None, config: PegInsertConfig | None = None, seed: int = 0):
+    """Write a cloned peg student as a run directory (RUN/config.yaml + RUN/checkpoint/, as
+    ``embody distill`` does) that ``embody eval RUN`` and ``embody deploy RUN --robot peg_arm
+    --target sim|real`` accept. Returns the path."""
+    from pathlib import Path
+
+    from embody.config import save_yaml
+    from embody.policies.checkpoint import save_checkpoint
+    from embody.train import build_env, policy_spec
+
+    out = Path(out)
+    tcfg = train_config(config, seed)
+    env = build_env(tcfg, n_envs=1, evaluation=True)
+    spec = policy_spec(env)
+    env.close()
+    out.mkdir(parents=True, exist_ok=True)
+    save_yaml(tcfg, out / "config.yaml")
+    save_checkpoint(out / "checkpoint", policy, spec, {"env_steps": 0, "blindfolded": meta or {}})
+    return out
+
+
+def load_run(path):
+    """(policy, meta) of a run directory written by ``write_run``."""
+    from pathlib import Path
+
+    from embody.policies.checkpoint import load_checkpoint
+
+    ckpt = load_checkpoint(Path(path) / "checkpoint")
+    return ckpt.policy, ckpt.meta.get("blindfolded", {})
+
+
+# -- the study's domain interface (study.get_domain) --------------------------------------------------
+def hole_of(task_ids) -> np.ndarray:
+    """(k, 2) hole xy offsets [m] of integer task ids (the study's task identity): uniform within
+    ±range, a deterministic function of the id."""
+    return np.array([sample_tasks(np.random.default_rng([int(t), 13]), 1)[0] for t in task_ids]).reshape(-1, 2)
+
+
+@dataclass
+class PegRollouts:
+    success: np.ndarray  # (n,) bool
+    steps: np.ndarray  # (n,) int (max steps when it failed)
+    peak_force: np.ndarray  # (n,) N
+
+
+class PegDomain:
+    """The peg domain for study.py: levels, I, expert demonstrations (successful episodes only),
+    the continuous GRU student (``train``), evaluation, and run directories for the models."""
+
+    name = "peg"
+    n_actions = 3  # continuous actions (the action dimension)
+    obs_spec = {"obs": (OBS_SIZE,)}
+
+    def __init__(self, cfg):  # a config.PegConfig
+        self.cfg = cfg
+
+    def task_config(self) -> PegInsertConfig:
+        return make_config(self.cfg.max_steps)
+
+    def levels(self) -> list[str]:
+        for lv in self.cfg.levels:
+            _side(lv, HOLE_XY_RANGE)
+        return list(self.cfg.levels)
+
+    def information(self, level: str, tasks=None) -> float:
+        return information_bits(level)
+
+    def _run(self, policy, task_ids, privileged: bool, seed: int, record: bool = False) -> Episodes:
+        holes = hole_of(task_ids)
+        env = make_env(min(self.cfg.n_envs, len(holes)), seed=seed, config=self.task_config())
+        try:
+            return run_episodes(env, policy, holes, privileged=privileged, record=record)
+        finally:
+            env.close()
+
+    def expert_stats(self, level: str, task_ids, seed: int = 0) -> dict:
+        ids = list(task_ids)[:self.cfg.expert_eval_tasks]
+        ep = self._run(make_expert(level, self.task_config(), seed=seed), ids, True, seed)
+        ok = ep.success
+        return {"success": float(ok.mean()), "steps_mean": float(ep.length[ok].mean()) if ok.any() else float("nan"),
+                "steps_max": int(ep.length[ok].max()) if ok.any() else 0,
+                "peak_force_max": float(ep.peak_force.max()), "episodes": len(ids)}
+
+    def collect(self, level: str, task_ids, information_bits: float | None = None, seed: int = 0):
+        """``demos_per_task`` expert episodes per task (different start poses and regions); only the
+        successful ones are kept (``meta.episode_tasks``: the task index of each kept episode;
+        ``meta.expert_success``: every episode's outcome)."""
+        from .demos import from_episodes
+
+        ids = [int(t) for t in task_ids]
+        k = self.cfg.demos_per_task
+        queue = [t for t in ids for _ in range(k)]
+        ep = self._run(make_expert(level, self.task_config(), seed=seed), queue, True, seed, record=True)
+        starts = np.flatnonzero(ep.starts)
+        ends = np.r_[starts[1:], len(ep.starts)]
+        keep = [e for e in range(len(queue)) if ep.success[e]]
+        if not keep:
+            raise RuntimeError(f"the {level} expert failed every episode on tasks {ids}")
+        meta = {"domain": self.name, "level": level, "tasks": ids, "information_bits": information_bits,
+                "episode_tasks": [e // k for e in keep], "expert_success": ep.success.astype(int).tolist(),
+                "expert_steps": ep.length.tolist(), "expert_peak_force": ep.peak_force.tolist(),
+                "max_steps": self.cfg.max_steps, "demos_per_task": k}
+        return from_episodes([{"obs": ep.obs[starts[e]:ends[e]]} for e in keep],
+                             [ep.actions[starts[e]:ends[e]] for e in keep], meta)
+
+    def train(self, demos, seed: int = 0):
+        """The GRU student on a ``demos.Demos`` → (policy, info)."""
+        start = time.perf_counter()
+        n = int(demos.episode_lengths.sum())
+        starts = np.zeros(n, dtype=bool)
+        starts[np.r_[0, np.cumsum(demos.episode_lengths)[:-1]]] = True
+        d = Demonstrations(torch.as_tensor(demos.obs["obs"], dtype=torch.float32),
+                           torch.as_tensor(demos.actions, dtype=torch.float32), torch.as_tensor(starts), {})
+        c = self.cfg
+        policy = train_student(d, hidden=c.hidden, epochs=c.epochs, seq_len=c.seq_len, batch_size=c.batch_size,
+                               lr=c.lr, seed=seed)
+        return policy, {"loss": float(policy.fit["mse"]), "episodes": len(demos.episode_lengths), "steps": n,
+                        "time_s": time.perf_counter() - start}
+
+    def evaluate(self, policy, task_ids, seed: int = 0) -> PegRollouts:
+        ep = self._run(RandomPolicy(seed) if policy is None else policy, list(task_ids), False, seed)
+        return PegRollouts(ep.success, ep.length, ep.peak_force)
+
+    def save_policy(self, policy, path, meta: dict | None = None):
+        return write_run(policy, path, meta, self.task_config())
+
+    def load_policy(self, path):
+        return load_run(path)
+
+
+__all__ = ["DELTA", "HOLE_XY_RANGE", "LEVELS", "MAX_EPISODE_STEPS", "Episodes", "SearchExpert", "TaskPegInsert",
+           "PegDomain", "PegRollouts", "RandomPolicy", "ZeroPolicy", "collect", "evaluate", "information_bits", "information_bits_exact", "make_config",
+           "hole_of", "load_run", "make_env", "make_expert", "run_episodes", "sample_tasks", "split_tasks", "train_config", "train_student", "write_run"]
