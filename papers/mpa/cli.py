@@ -3,6 +3,8 @@
 train: expert data, base BC, counterfactual branches, adapter and Q model into DIR/models.
 eval:  trains first unless DIR (or --models DIR) already holds trained models, then writes
        DIR/results.json, DIR/report.md, DIR/score_vs_data.png and DIR/score_vs_k.png.
+diagnose: argmax-Q on held-out branch points of DIR's (or --models DIR's) counterfactual data
+       (diagnose.py); JSON on stdout and DIR/diagnose.json.
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ from pathlib import Path
 
 def add_parser(sub) -> None:
     p = sub.add_parser("mpa", help="MPA: model-based policy adaptation for end-to-end driving (papers/mpa)")
-    p.add_argument("action", choices=("train", "eval"))
+    p.add_argument("action", choices=("train", "eval", "diagnose"))
     p.add_argument("--scale", choices=("tiny", "paper"), default="tiny",
-                   help="tiny: the whole pipeline in < 3 min (CI); paper: ~8 min on an idle 2-core machine")
+                   help="tiny: the whole pipeline in < 3 min (CI); paper: ~14 min on a busy 2-core machine")
     p.add_argument("--out", default="runs/mpa", metavar="DIR", help="output folder (default runs/mpa)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--models", metavar="DIR", help="eval: take trained models from DIR/models instead")
@@ -42,6 +44,16 @@ def run(args) -> int:
         _log(f"embody mpa: error: --models {args.models}: no trained models under {source / 'models'} "
              f"(bc/, adapter/, q/, counterfactual.npz); run `embody mpa train --out {args.models}` first")
         return 2
+    if args.action == "diagnose":
+        if not has_models(source):
+            _log(f"embody mpa: error: no trained models under {source / 'models'}; run `embody mpa train` first")
+            return 2
+        from .diagnose import q_pick
+
+        result = q_pick(load_models(source)[1], cfg, seed=args.seed)
+        (out / "diagnose.json").write_text(json.dumps(result, indent=2))
+        print(json.dumps(result, indent=2))
+        return 0
     if args.action == "train" or not has_models(source):
         train_all(cfg, out, _log)
         source = out

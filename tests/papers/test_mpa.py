@@ -181,3 +181,9 @@ def test_mpa_eval_tiny_end_to_end(tmp_path):
             assert 0.0 <= s["score"] <= 1.0 and s["score_ci"][0] <= s["score"] <= s["score_ci"][1]
     assert len(ev["sweep_data_size"]) >= 3 and len(ev["sweep_k"]) >= 3
     assert "| in-domain" in (out / "report.md").read_text()
+    # the Q diagnostic on the same models: advantages of argmax-Q, random and oracle picks on held-out points
+    assert main(["mpa", "diagnose", "--scale", "tiny", "--out", str(out)]) == 0
+    diag = json.loads((out / "diagnose.json").read_text())
+    adv = diag["advantage"]
+    assert diag["heldout_points"] >= 1 and adv["oracle"] >= max(adv["q_pick"], adv["random"], 0.0)
+    assert main(["mpa", "diagnose", "--out", str(tmp_path / "empty")]) == 2  # no models: a clear error
