@@ -21,6 +21,7 @@ import numpy as np
 
 from embody.files import write_atomic
 from embody.progress import Progress
+from embody.stats import bootstrap_ci
 
 from . import demos as demo_io
 from .config import StudyConfig
@@ -107,16 +108,6 @@ def evaluate_cell(cfg: StudyConfig, domain, policy, train_tasks: list[int], seed
             "heldout_steps": float(ho.steps.mean()),
             "heldout_steps_success": float(ho.steps[ho.success].mean()) if ho.success.any() else None,
             "train_outcomes": tr.success.astype(int).tolist(), "heldout_outcomes": ho.success.astype(int).tolist()}
-
-
-def bootstrap_ci(values, n: int, seed: int = 0) -> tuple[float, float]:
-    """95% percentile bootstrap interval of the mean."""
-    v = np.asarray(values, dtype=float)
-    if len(v) == 0:
-        return (float("nan"), float("nan"))
-    rng = np.random.default_rng(seed)
-    means = v[rng.integers(0, len(v), size=(n, len(v)))].mean(1)
-    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
 def fit_line(x, y) -> dict:

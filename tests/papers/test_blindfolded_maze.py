@@ -223,7 +223,8 @@ def test_cli_refuses_a_bad_demo_file(tmp_path, capsys):
 
 
 def test_study_fit_and_summary_helpers():
-    from embody.papers.blindfolded.study import bootstrap_ci, fit_line
+    from embody.papers.blindfolded.study import fit_line
+    from embody.stats import bootstrap_ci
 
     f = fit_line([0, 1, 2], [1, 3, 5])
     assert f["slope"] == pytest.approx(2) and f["intercept"] == pytest.approx(1) and f["r2"] == pytest.approx(1)
