@@ -41,7 +41,8 @@ class DataConfig:
     branch_every: int = 6  # branch at every n-th control step of a rollout
     explore: float = 0.3  # after a branch point, the rollout follows one of its perturbed plans with this probability
     candidates: int = 6  # plans per branch point: the base plan + (candidates - 1) perturbed ones
-    proposal_episodes: int = 2  # then rollouts branching on the trained adapter's own samples (Q data; 0: none)
+    proposal_rounds: int = 2  # then rounds of rollouts branching on the trained adapter's own samples (Q data):
+    proposal_episodes: int = 1  # the first driven by the base policy, later ones by the base+adapter+Q agent
     continue_steps: int = 8  # base-policy steps after the H plan steps (the Q model's long horizon)
     lateral_m: float = 4.0  # lateral perturbation: one lane left/right (± lateral_m) or none, plus noise
     lateral_noise_m: float = 0.7
@@ -106,7 +107,7 @@ def for_scale(scale: str, seed: int = 0) -> MPAConfig:
             "paper", seed,
             DataConfig(expert_episodes=30, expert_max_steps=150, branch_episodes=24, branch_max_steps=150,
                        branch_every=4, candidates=8, continue_steps=10, dagger_iterations=3, dagger_episodes=10,
-                       proposal_episodes=12,
+                       proposal_rounds=3, proposal_episodes=6,
                        seed=seed),
             TrajectoryBCConfig(hidden=[256, 256], epochs=200, patience=20, seed=seed),
             DiffusionConfig(timesteps=100, hidden=[256, 256, 256], epochs=300, ddim_steps=10, seed=seed),

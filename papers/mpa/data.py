@@ -257,10 +257,12 @@ def branch_point(sim, obs: Observation, base_policy, cfg: DataConfig, rng: np.ra
 
 
 def counterfactual_data(cfg: DataConfig, base_policy, seeds: list[int], progress=None,
-                        propose=None) -> CounterfactualData:
-    """Branch along closed-loop base-policy rollouts (module docstring). ``base_policy``: act(obs),
-    plan(obs) → (H, 4), reset(). ``progress``: an embody Progress counting branch points.
-    ``propose``: see ``branch_point`` (the data's source is then 1)."""
+                        propose=None, driver=None) -> CounterfactualData:
+    """Branch along closed-loop rollouts (module docstring). ``base_policy``: act(obs), plan(obs) →
+    (H, 4), reset(): the base plan and the branches' continuation. ``driver`` (act, reset; default the
+    base policy) drives the rollouts between branch points. ``progress``: an embody Progress counting
+    branch points. ``propose``: see ``branch_point`` (the data's source is then 1)."""
+    driver = driver or base_policy
     rng = np.random.default_rng(cfg.seed + 7 + (propose is not None))
     follower = TrajectoryFollower()
     rows: list[tuple] = []
@@ -268,6 +270,7 @@ def counterfactual_data(cfg: DataConfig, base_policy, seeds: list[int], progress
         sim = make_sim(cfg.scenario)
         obs = sim.reset(seed)
         base_policy.reset()
+        driver.reset()
         explore = None  # a perturbed plan the rollout follows until the next branch point
         for step in range(cfg.branch_max_steps):
             if step % cfg.branch_every == 0:
@@ -278,7 +281,7 @@ def counterfactual_data(cfg: DataConfig, base_policy, seeds: list[int], progress
                                               sim.dt)
                 if progress is not None:
                     progress.update(len(rows), mean_return=float(np.mean([r[3].mean() for r in rows])))
-            r = sim.step(base_policy.act(obs) if explore is None else follower.action(obs.ego, explore, obs.t))
+            r = sim.step(driver.act(obs) if explore is None else follower.action(obs.ego, explore, obs.t))
             obs = r.obs
             if r.done:
                 break

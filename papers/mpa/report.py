@@ -54,8 +54,9 @@ def write_report(result: dict, out: Path) -> Path:
               f"base BC val R² {tr['bc']['val_r2']:.3f}",
               f"- counterfactual: {cf.get('branch_points')} branch points, {cf.get('plans')} plans, mean return "
               f"{cf.get('mean_return', 0):.1f}, base plan best at {cf.get('base_is_best_fraction', 0):.0%} of points",
-              *([f"- on the adapter's proposals (Q data): {prop['branch_points']} branch points, mean return "
-                 f"{prop['mean_return']:.1f}, base plan best at {prop['base_is_best_fraction']:.0%}"] if prop else []),
+              *[f"- on the adapter's proposals (Q data), round {i + 1} driven by {r['driver']}: {r['branch_points']} "
+                f"branch points, mean return {r['mean_return']:.1f}, base plan best at {r['base_is_best_fraction']:.0%}"
+                for i, r in enumerate(prop or [])],
               f"- adapter (diffusion on residuals) val loss {tr['adapter']['val_loss']:.3f}; "
               f"Q (advantage over the base plan) val RMSE {tr['q']['val_rmse']:.1f}, Spearman {tr['q']['val_spearman']:.3f}", ""]
     path = out / "report.md"

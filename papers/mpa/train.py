@@ -64,12 +64,38 @@ def adapter_proposer(adapter, cfg: MPAConfig, seed: int):
     return lambda o, base, n: sample_plans(adapter, o[None], base[None], n, a.ddim_steps, a.eta, gen)[0]
 
 
-def branch(cfg: MPAConfig, base: MPAAgent, seeds: list[int], label: str, propose=None) -> CounterfactualData:
+def branch(cfg: MPAConfig, base: MPAAgent, seeds: list[int], label: str, propose=None,
+           driver=None) -> CounterfactualData:
     d = cfg.data
     bar = Progress(len(seeds) * (d.branch_max_steps // d.branch_every + 1), label=label, unit="points")
-    cf = counterfactual_data(d, base, seeds, bar, propose)
+    cf = counterfactual_data(d, base, seeds, bar, propose, driver)
     bar.close()
     return cf
+
+
+def proposal_rounds(cfg: MPAConfig, cf: CounterfactualData, bc, adapter, info: dict, log=print):
+    """Q data on the adapter's own proposals: ``proposal_rounds`` rounds of ``proposal_episodes``
+    rollouts, branching on adapter samples; round 1 is driven by the base policy, each later round by
+    the base+adapter+Q agent with the Q model trained on everything so far, so that the Q model also
+    learns the states its own choices lead to (DAgger for the Q model: in closed loop it met states
+    unlike the branch data and extrapolated). → (cf with the new branch points, the final Q model)."""
+    d, dt = cfg.data, make_sim(cfg.data.scenario).dt
+    base = MPAAgent("base", Models(bc), cfg.agent, dt)
+    info["proposals"], q = [], None
+    for r in range(d.proposal_rounds):
+        t0 = time.perf_counter()
+        driver = None if r == 0 else MPAAgent("base+adapter+Q", Models(bc, adapter, q), cfg.agent, dt, seed=r)
+        seeds = [cfg.seed * 10_000 + 7_000 + 100 * r + i for i in range(d.proposal_episodes)]
+        more = branch(cfg, base, seeds, f"proposal branches, round {r + 1}", adapter_proposer(adapter, cfg, r), driver)
+        info["proposals"].append({"driver": "base" if driver is None else "base+adapter+Q",
+                                  "branch_points": len(more.obs), "mean_return": float(more.returns.mean()),
+                                  "base_is_best_fraction": float(np.mean(more.returns.argmax(1) == 0)),
+                                  "time_s": round(time.perf_counter() - t0, 1)})
+        log(f"mpa: proposal round {r + 1}: {len(more.obs)} branch points ({info['proposals'][-1]['time_s']} s)")
+        cf = cf.concat(more)
+        if r + 1 < d.proposal_rounds:  # the next round's driver
+            q = train_q(*q_targets(cf), cfg.q)
+    return cf, train_q(*q_targets(cf), cfg.q)
 
 
 def train_base(cfg: MPAConfig, models_dir: Path, log=print) -> tuple[TrajectoryMLP, dict]:
@@ -118,17 +144,8 @@ def train_all(cfg: MPAConfig, out: Path, log=print) -> Models:
                               "time_s": round(time.perf_counter() - t1, 1)}
     log(f"mpa: {len(cf.obs)} branch points × {cf.plans.shape[1]} plans ({info['counterfactual']['time_s']} s)")
     adapter = train_adapter(cf, cfg)
-    if d.proposal_episodes:  # the Q model also learns the outcomes of the adapter's own proposals
-        t2 = time.perf_counter()
-        seeds = [cfg.seed * 10_000 + 7_000 + i for i in range(d.proposal_episodes)]
-        more = branch(cfg, base, seeds, "adapter-proposal branches", adapter_proposer(adapter, cfg, cfg.seed))
-        info["proposals"] = {"branch_points": len(more.obs), "mean_return": float(more.returns.mean()),
-                             "base_is_best_fraction": float(np.mean(more.returns.argmax(1) == 0)),
-                             "time_s": round(time.perf_counter() - t2, 1)}
-        log(f"mpa: {len(more.obs)} branch points on the adapter's proposals ({info['proposals']['time_s']} s)")
-        cf = cf.concat(more)
+    cf, q = proposal_rounds(cfg, cf, bc, adapter, info, log)
     cf.save(models_dir / "counterfactual.npz")
-    q = train_q(*q_targets(cf), cfg.q)
     save_diffusion(models_dir / "adapter", adapter)
     save_q(models_dir / "q", q)
     info["adapter"], info["q"] = adapter.summary, q.summary
