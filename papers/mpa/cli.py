@@ -20,7 +20,7 @@ def add_parser(sub) -> None:
     p = sub.add_parser("mpa", help="MPA: model-based policy adaptation for end-to-end driving (papers/mpa)")
     p.add_argument("action", choices=("train", "eval", "diagnose"))
     p.add_argument("--scale", choices=("tiny", "paper"), default="tiny",
-                   help="tiny: the whole pipeline in < 3 min (CI); paper: ~14 min on a busy 2-core machine")
+                   help="tiny: the whole pipeline in < 3 min (CI); paper: ~20-35 min on 2 cores")
     p.add_argument("--out", default="runs/mpa", metavar="DIR", help="output folder (default runs/mpa)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--models", metavar="DIR", help="eval: take trained models from DIR/models instead")

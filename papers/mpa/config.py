@@ -3,8 +3,8 @@
 tiny:  the whole pipeline (expert data → base BC + DAgger → counterfactual branches → adapter →
        proposal branches → Q → closed-loop evaluation and sweeps) in ~40 s alone on 2 cores, 2.5 min
        on a busy machine; numbers are noisy.
-paper: 3 DAgger rounds, up to 912 + 12 × 38 branch points × 8 plans (515 + 227 in results/paper),
-       10 full-length episodes per scenario; 14 minutes on a busy 2-core machine (measured).
+paper: 3 DAgger rounds, up to 912 + 3 × 6 × 38 branch points × 8 plans (515 + 353 in results/paper),
+       10 full-length episodes per scenario; 33 minutes on a busy 2-core machine (measured).
 
 Both use the driving sims' fast settings (``fast_settings``: ≤ 12 background vehicles, 5 Hz
 integration, no traffic–traffic collision checks), which keep highway-env at ~300 steps/s.
