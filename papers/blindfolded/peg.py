@@ -635,7 +635,10 @@ class PegDomain:
         """The GRU student on a ``demos.Demos`` → (policy, info): BC, then DAgger with the demos'
         expert (``meta.level``) on their training holes (``meta.tasks``), ``train_student``. At
         least min(1000, 10·epochs) gradient steps; ``DAGGER_ITERATIONS`` iterations from 60 epochs up,
-        one below (the tiny scale: a pipeline check)."""
+        one below (the tiny scale: a pipeline check). ``demos`` None (the expert succeeded on none of
+        the holes): the do-nothing policy."""
+        if demos is None:
+            return ZeroPolicy(), {"loss": float("nan"), "episodes": 0, "note": "no successful expert demonstration"}
         start = time.perf_counter()
         n = int(demos.episode_lengths.sum())
         starts = np.zeros(n, dtype=bool)

@@ -88,10 +88,6 @@ def collect(cfg: StudyConfig, out: Path, seed: int, levels: list[str] | None = N
 
 def train_on(cfg: StudyConfig, domain, demos: demo_io.Demos, seed: int):
     if hasattr(domain, "train"):  # the domain's own learner (peg: the continuous GRU student)
-        if demos is None:
-            from .peg import ZeroPolicy
-
-            return ZeroPolicy(), {"loss": float("nan"), "episodes": 0, "note": "no successful expert demonstration"}
         return domain.train(demos, seed)
     feats = [domain.features(obs) for obs, _ in demos.episodes()]
     acts = [a.astype(np.int64) for _, a in demos.episodes()]
