@@ -56,7 +56,8 @@ class StudyConfig:
     train_eval_episodes: int = 16  # training-task evaluation episodes (the m tasks cycled; learners sample)
     heldout_seed_base: int = 10_000_000  # held-out task seeds; training tasks of replicate s: s·100000 + i
     bootstrap: int = 1000  # resamples for the 95% confidence intervals
-    threads: int = 1  # torch CPU threads (more only slows small GRUs on a shared machine)
+    threads: int = 1  # torch CPU threads per process (more only slows small GRUs on a shared machine)
+    workers: int = 1  # processes running (seed, level) jobs in parallel (the results do not depend on it)
 
     def train_tasks(self, replicate_seed: int, m: int) -> list[int]:
         """The first m training tasks of a replicate (nested: m=1's task is one of m=2's)."""
@@ -88,15 +89,16 @@ def for_scale(scale: str, seed: int = 0, domain: str = "maze") -> StudyConfig:
 
 def _peg_scale(scale: str, seed: int) -> StudyConfig:
     """peg tiny: a pipeline check (~1 min on 2 busy cores): 3 levels × m ∈ {1, 2} × 1 seed, 8 held-out
-    holes, 300-step episodes, a small GRU. peg paper: 4 levels × m ∈ {1, 2, 4, 8, 16, 32} × 3 seeds,
-    64 held-out holes, 600-step episodes (see README.md for its estimated runtime)."""
+    holes, 300-step episodes, a small GRU. peg paper: 4 levels × m ∈ {1, 2, 4, 8, 16} × 2 seeds, 32 held-out
+    holes, 600-step episodes, 4 expert episodes per hole, BC + 3 DAgger iterations (~1 h with
+    ``--workers 2`` on 2 cores; README.md)."""
     if scale == "tiny":
         return StudyConfig("tiny", seed, "peg",
                            peg=PegConfig(levels=["informed", "region-4mm", "blind"], max_steps=300, demos_per_task=2,
                                          expert_eval_tasks=8, n_envs=8, hidden=32, epochs=15, seq_len=32),
                            m_values=[1, 2], seeds=1, heldout=8, train_eval_episodes=4)
     if scale == "paper":
-        return StudyConfig("paper", seed, "peg", peg=PegConfig(max_steps=600, demos_per_task=8, expert_eval_tasks=32,
-                                                               n_envs=16, hidden=64, epochs=150),
-                           m_values=[1, 2, 4, 8, 16, 32], seeds=3, heldout=64, train_eval_episodes=32)
+        return StudyConfig("paper", seed, "peg", peg=PegConfig(max_steps=600, demos_per_task=4, expert_eval_tasks=32,
+                                                               n_envs=16, hidden=64, epochs=60),
+                           m_values=[1, 2, 4, 8, 16], seeds=2, heldout=32, train_eval_episodes=16)
     raise ValueError(f"unknown scale {scale!r}; valid: tiny, paper")

@@ -192,13 +192,13 @@ class SearchExpert:
     ``mode="slide"`` (default): slide along the spiral pressed ``press`` into the board, the
     target pulled ``gain`` × the lag ahead of the tip (friction holds a pressed peg), advancing
     ``speed`` per step while the tip is within ``tolerance`` of the spiral point, plus ``integral``
-    × the tracking error summed over the slide (bounded by 4 mm·steps). Measured on MuJoCo (32 holes,
-    600 steps), integral 0.6: region-4mm 100% in ~97 steps, region-8mm 94% in ~175, blind 59% in ~276;
-    without it (0): 88% / 72% / 62% (earlier: 81% / 66% / 66%): the pressed peg sticks and slips, and
-    without the integral it lags the spiral and passes within < 0.6 mm of the hole's axis without
-    dropping in. Blind's remaining failures are mostly time: after 600 steps its spiral is at
-    100-230 mm of the 270 mm that cover the prior (the former defaults, pitch 1.5 mm, 1 mm/step,
-    2 mm tolerance, 0.6 mm press: blind 50-56%).
+    × the tracking error summed over the slide (bounded by 4 mm·steps). Measured on MuJoCo (64 holes,
+    600 steps), press 0.6 mm: region-4mm 100% in ~93 steps, region-8mm 97% in ~136, blind 89% in ~266;
+    press 0.4 mm: 100% / 89% / 80%; press 0.8 mm (1 mm/step): 92% / 88% / 92% (blind 94% in 800 steps).
+    Without the integral (press 0.4 mm, 32 holes): 88% / 72% / 62%: the pressed peg sticks and slips,
+    lags the spiral and passes within < 0.6 mm of the hole's axis without dropping in; pressing
+    harder makes it drop in from further off the axis. Blind's remaining failures at 600 steps are
+    partly time (its spiral covers the 270 mm of the prior square at ~0.7 mm a step while tracking).
     ``mode="peck"``: probe the spiral's points ``pitch`` apart: move in the air ``lift`` above the
     face, press down once within ``aim`` of the point, go on once the peg rests on the face. Sure to
     find the hole in principle, but the arm rings laterally ~0.5 mm after each move, ~8 steps a
@@ -206,7 +206,7 @@ class SearchExpert:
     """
 
     def __init__(self, config: PegInsertConfig, side: float | None, mode: str = "slide", pitch: float = 0.0012,
-                 press: float = 0.0004, drop: float = 0.0003, lift: float = 0.0006, aim: float = 0.0003,
+                 press: float = 0.0006, drop: float = 0.0003, lift: float = 0.0006, aim: float = 0.0003,
                  hover: float = 0.002, max_force: float = 25.0, speed: float = 0.0007, tolerance: float = 0.0015,
                  gain: float = 2.0, integral: float = 0.6, seed: int = 0):
         if mode not in ("peck", "slide"):

@@ -162,6 +162,24 @@ def summarize(cfg: StudyConfig, runs: list[dict], info: dict[str, float]) -> dic
             "verdict": verdict, "verdict_text": text}
 
 
+def run_level(cfg: StudyConfig, out: Path, seed: int, level: str,
+              on_cell: Callable[[dict], None] = lambda cell: None) -> list[dict]:
+    """One replicate and level: the expert's demonstrations, then a clone per m, trained and evaluated."""
+    import torch
+
+    torch.set_num_threads(cfg.threads)
+    domain = get_domain(cfg)
+    bits = domain.information(level, cfg.heldout_tasks())
+    demos = demo_io.load(collect(cfg, out, seed, [level])[level], domain.obs_spec)
+    cells = []
+    for m in cfg.m_values:
+        policy, bc_info = train_on(cfg, domain, first_tasks(demos, m), seed)
+        cell = evaluate_cell(cfg, domain, policy, cfg.train_tasks(seed, m), seed)
+        cells.append({"level": level, "m": m, "seed": seed, "I_bits": bits, "bc": bc_info, **cell})
+        on_cell(cells[-1])
+    return cells
+
+
 def run_study(cfg: StudyConfig, out: str | Path, log: Callable[[str], None] = print) -> dict:
     import torch
 
@@ -181,18 +199,27 @@ def run_study(cfg: StudyConfig, out: str | Path, log: Callable[[str], None] = pr
     log("blindfolded: I (bits) " + ", ".join(f"{k} {v:.2f}" for k, v in info.items()) +
         f"; random policy held-out success {baseline['heldout_success']:.2f}")
     seeds = [cfg.seed + r for r in range(cfg.seeds)]
-    progress = Progress(len(seeds) * len(levels) * len(cfg.m_values), "blindfolded study", unit="runs")
-    runs, done = [], 0
-    for seed in seeds:
-        paths = collect(cfg, out, seed, levels)
-        for lv in levels:
-            demos = demo_io.load(paths[lv], domain.obs_spec)
-            for m in cfg.m_values:
-                policy, bc_info = train_on(cfg, domain, first_tasks(demos, m), seed)
-                cell = evaluate_cell(cfg, domain, policy, cfg.train_tasks(seed, m), seed)
-                runs.append({"level": lv, "m": m, "seed": seed, "I_bits": info[lv], "bc": bc_info, **cell})
-                done += 1
-                progress.update(done, level=lv, m=m, heldout=cell["heldout_success"], train=cell["train_success"])
+    jobs = [(seed, lv) for seed in seeds for lv in levels]
+    progress = Progress(len(jobs) * len(cfg.m_values), "blindfolded study", unit="runs")
+    runs: list[dict] = []
+
+    def done(cells: list[dict]) -> None:
+        runs.extend(cells)
+        c = cells[-1]
+        progress.update(len(runs), level=c["level"], m=c["m"], heldout=c["heldout_success"], train=c["train_success"])
+
+    if cfg.workers > 1:  # (seed, level) jobs in parallel processes; results identical to the sequential run
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(cfg.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            for future in as_completed([pool.submit(run_level, cfg, out, seed, lv) for seed, lv in jobs]):
+                done(future.result())
+        order = {job: i for i, job in enumerate(jobs)}
+        runs.sort(key=lambda r: (order[r["seed"], r["level"]], cfg.m_values.index(r["m"])))
+    else:
+        for seed, lv in jobs:
+            run_level(cfg, out, seed, lv, lambda cell: done([cell]))
     progress.close()
     summary = summarize(cfg, runs, info)
     result = {"config": asdict(cfg), "information_bits": info, "experts": experts, "random_policy": baseline,

@@ -254,3 +254,20 @@ def test_cli_tiny_study_and_stages_end_to_end(tmp_path):
         assert main(["blindfolded", action, "--out", str(stages), "--m", "2", "--level", "informed"]) == 0
     ev = json.loads((stages / "eval.json").read_text())
     assert ev["informed"]["m"] == 2 and 0 <= ev["informed"]["heldout_success"] <= 1
+
+
+@pytest.mark.slow
+def test_study_workers_reproduce_the_sequential_study(tmp_path):
+    from embody.papers.blindfolded.config import for_scale
+    from embody.papers.blindfolded.study import run_study
+
+    cfg = for_scale("tiny", seed=3)
+    cfg.maze.levels, cfg.m_values, cfg.seeds, cfg.heldout, cfg.train_eval_episodes = ["informed", "blind-wall"], [1, 2], 1, 4, 2
+    cfg.bc.epochs = 5
+    runs = []
+    for workers in (1, 2):
+        cfg.workers = workers
+        res = run_study(cfg, tmp_path / f"w{workers}", log=lambda s: None)
+        runs.append([{k: v for k, v in r.items() if k != "bc"} for r in res["runs"]])
+    assert [(r["level"], r["m"]) for r in runs[0]] == [("informed", 1), ("informed", 2), ("blind-wall", 1), ("blind-wall", 2)]
+    assert runs[0] == runs[1]

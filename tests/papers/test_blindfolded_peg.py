@@ -130,11 +130,11 @@ def test_experts_insert_and_search_takes_longer_with_less_information():
     tasks = peg.sample_tasks(np.random.default_rng(0), 16)
     out = {level: peg.evaluate(peg.make_expert(level), tasks, 1, privileged=True)
            for level in ("informed", "region-4mm", "blind")}
-    # measured (MuJoCo, 600 steps, 32 other holes): informed 100% in ~62 steps, region-4mm 100% in
-    # ~97, blind ~59% in ~276 (blind runs out of time before its spiral covers the prior)
+    # measured (MuJoCo, 600 steps, 64 other holes): informed 100% in ~62 steps, region-4mm 100% in
+    # ~93, blind 89% in ~266
     assert out["informed"]["success"] == 1.0
-    assert out["region-4mm"]["success"] >= 0.6
-    assert out["blind"]["success"] >= 0.3
+    assert out["region-4mm"]["success"] >= 0.8
+    assert out["blind"]["success"] >= 0.6
     steps = [out[level]["steps_to_insert"] for level in ("informed", "region-4mm", "blind")]
     assert steps[0] + 20 < steps[1] < steps[2] - 30
     assert all(0 < r["peak_force"] < 40 for r in out.values())
