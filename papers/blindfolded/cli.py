@@ -10,6 +10,10 @@ study:   the whole study (levels × m × seeds): DIR/results.json, report.md, su
          gap_vs_sqrt_I_over_m.png.
 collect --teleop keyboard|gamepad|spacemouse: a person demonstrates peg insertion on the (simulated
          or real) arm through the safety supervisor into DIR/teleop (teleop.py).
+import:  a teleop dataset (--dataset, default DIR/teleop) as peg demonstrations (its successful episodes)
+         in DIR/demos/<level>_seed<S>.npz (level human or human-region-<side>mm), or --out FILE.npz.
+train --domain peg --demos FILE: the GRU student on that demonstrations file (e.g. import's) into
+         DIR/models/<level>_seed<S>_m<holes>/ (deployable).
 """
 
 from __future__ import annotations
@@ -23,17 +27,23 @@ from pathlib import Path
 def add_parser(sub) -> None:
     p = sub.add_parser("blindfolded", help="Blindfolded experts: cloning experts denied task information "
                                            "(papers/blindfolded)")
-    p.add_argument("action", choices=("collect", "train", "eval", "study"))
+    p.add_argument("action", choices=("collect", "train", "eval", "study", "import"))
     p.add_argument("--scale", choices=("tiny", "paper"), default="tiny",
-                   help="tiny: the whole study in well under a minute (CI); paper: levels × m ∈ 1..32 × 3 seeds")
+                   help="tiny: the whole study in about a minute (CI); paper: levels × m ∈ 1..32 (peg 1..16) × "
+                        "3 seeds (peg 2)")
     p.add_argument("--domain", choices=("maze", "peg"), default="maze",
                    help="the task family: maze (minigrid) or peg (peg insertion on the simulated arm, MuJoCo)")
     p.add_argument("--out", default="runs/blindfolded", metavar="DIR", help="output folder (default runs/blindfolded)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=int, default=1,
+                   help="study: processes running the (seed, level) jobs in parallel (default 1; results do not "
+                        "depend on it)")
     p.add_argument("--level", action="append", metavar="NAME",
                    help="collect/train/eval: only this information level (repeatable; maze: informed, region-K, blind, "
                         "blind-wall; peg: informed, region-4mm, region-8mm, blind)")
     p.add_argument("--m", type=int, help="collect/train/eval: the number of demonstrated tasks")
+    p.add_argument("--demos", metavar="FILE", help="train, peg: train on this demonstrations file (e.g. what "
+                                                    "`import` wrote; all its episodes) instead of DIR/demos")
     from .teleop import add_teleop_arguments
 
     add_teleop_arguments(p)  # collect --teleop keyboard|gamepad|spacemouse: a person demonstrates on the arm
@@ -53,11 +63,19 @@ def run(args) -> int:
         from .teleop import run_teleop
 
         return run_teleop(args)
+    if args.action == "import":  # a teleop dataset as peg demonstrations (teleop.teleop_demos)
+        from .teleop import run_import
+
+        return run_import(args)
     import torch
 
     from .config import for_scale
 
     cfg = for_scale(args.scale, args.seed, args.domain)
+    if args.workers < 1:
+        _log(f"embody blindfolded: error: --workers must be >= 1, got {args.workers}")
+        return 2
+    cfg.workers = args.workers
     torch.set_num_threads(cfg.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -74,6 +92,8 @@ def run(args) -> int:
     from .study import collect, demos_path, evaluate_cell, first_tasks, get_domain, train_on
 
     domain = get_domain(cfg)
+    if getattr(args, "demos", None):
+        return _train_on_file(args, cfg, domain, out)
     try:
         levels = [lv for lv in (args.level or domain.levels())]
         if cfg.domain == "peg":
@@ -134,4 +154,29 @@ def run(args) -> int:
 
     write_atomic(out / name, json.dumps(summary, indent=2, default=float))
     _log(f"blindfolded: {out / name} ({time.perf_counter() - t0:.0f} s)")
+    return 0
+
+
+def _train_on_file(args, cfg, domain, out: Path) -> int:
+    """``train --domain peg --demos FILE``: the domain's student on one demonstrations file (every
+    episode; ``meta.level`` names the model) → DIR/models/<level>_seed<S>_m<holes>/."""
+    from embody.datasets.format import DatasetFormatError
+
+    from . import demos as demo_io
+
+    if args.action != "train" or cfg.domain != "peg":
+        _log("embody blindfolded: error: --demos FILE is for `train --domain peg`")
+        return 2
+    try:
+        demos = demo_io.load(args.demos, domain.obs_spec)
+    except (FileNotFoundError, DatasetFormatError) as e:
+        _log(f"embody blindfolded: error: {e}")
+        return 2
+    level = str(demos.meta.get("level") or Path(args.demos).stem)
+    m = len(demos.meta.get("tasks") or []) or len(demos.episode_lengths)  # demonstrated holes
+    model = _model_path(out, level, args.seed, m)
+    policy, info = domain.train(demos, args.seed)
+    domain.save_policy(policy, model, {"level": level, "m": m, "seed": args.seed, "demos": str(args.demos),
+                                       "tasks": demos.meta.get("tasks", []), "dataset": demos.meta.get("dataset")})
+    _log(f"blindfolded: {level}: {m} episodes of {args.demos}, loss {info['loss']:.3f} -> {model}")
     return 0

@@ -1,7 +1,8 @@
 """Human demonstrations of ``peg-insert`` by teleoperation, recorded as a cloned policy would see them.
 
 ``embody blindfolded collect --teleop keyboard|gamepad|spacemouse [--target sim|dds:IFACE] ...``
-(``add_teleop_arguments`` / ``run_teleop``).
+(``add_teleop_arguments`` / ``run_teleop``). ``embody blindfolded import --dataset DIR`` (``teleop_demos`` /
+``run_import``) turns a recorded dataset into the peg study's ``demos.Demos`` (successful episodes only).
 
 The arm is driven only through its RobotInterface and the safety supervisor, as ``embody deploy``
 drives it: the supervisor ramps it to its default pose and holds; then, per episode, a homing move
@@ -446,40 +447,125 @@ def _to_policy(driver) -> None:
 
 
 def home(driver, runner: TeleopTask, q_goal: np.ndarray, rate_hz: float, speed: float = 0.1,
-         lift: float = 0.02, tolerance: float = 0.002, settle_s: float = 3.0) -> None:
-    """Take the peg tip to the pose ``q_goal`` through the supervisor: straight up to ``lift`` above the
-    start height first (out of the hole), across, then down, at ``speed`` m/s (supervised PD targets with
-    gravity compensation, IK with the peg pointing down); then wait until the tip is within ``tolerance``."""
-    from embody.hardware.supervisor import Phase
+         lift: float = 0.02, tolerance: float = 0.002, settle_s: float = 3.0, extract_speed: float = 0.02,
+         clear: float = 0.005) -> None:
+    """Take the peg tip to the pose ``q_goal`` through the supervisor: out of the hole first, then straight up
+    to ``lift`` above the start height, across, then down, at ``speed`` m/s (supervised PD targets with
+    gravity compensation, IK with the peg pointing down); then wait until the tip is within ``tolerance``.
+
+    Out of the hole: while the tip is below ``clear`` above the true mouth (``runner.start``'s hole), the peg
+    is drawn straight up along its axis at ``extract_speed``, keeping the tip's x, y and the hand's measured
+    orientation, its target never more than the task's ``max_target_offset`` above the measured tip. After a
+    successful episode the peg sits 2 cm deep in a hole with 1 mm of clearance: lifted at ``speed`` there, the
+    big joint-target steps (4 mm per tick at 0.1 m/s, 10 mm at 0.25 m/s) wedged it against the hole's wall
+    (wrist force up to 28 N over ‖f₀‖ at 0.1 m/s; 63–71 N at 0.25 m/s: over the supervisor's 60 N within
+    3 ticks, the arm damped, the session over); drawn out like this, under 6 N. The schedule never catches
+    up after a late tick (a burst of steps would be one big jump of the target)."""
     from embody.robots.peg_arm.kinematics import DOWN
 
     model, period = runner.task.io.model, 1.0 / rate_hz
-    sup = driver.supervisor
     goal = model.ee_pose(q_goal[None])[0][0]
-    tip = driver.read_state().ee_pos[0].copy()
+    state = driver.read_state()
+    tip, q = state.ee_pos[0].copy(), state.joint_pos.copy()
+    top = float(runner.task.hole[0, 2]) + clear
+    if tip[2] < top:  # in the hole (or near the board)
+        tip, q = _draw_out(driver, runner, tip, q, top, extract_speed, period, settle_s)
     z_safe = max(tip[2], goal[2] + lift)
     waypoints = [np.array([tip[0], tip[1], z_safe]), np.array([goal[0], goal[1], z_safe]), goal]
-    q = driver.read_state().joint_pos.copy()
     for a, b in zip([tip] + waypoints[:-1], waypoints):
         n = max(1, int(math.ceil(np.linalg.norm(b - a) / (speed * period))))
         next_t = time.monotonic()
         for k in range(1, n + 1):
             p = a + (b - a) * k / n
             q = model.ik(p[None], DOWN[None], q, iters=20)
-            driver.send_command(runner.home_command(q[0] if k < n or b is not goal else q_goal))
-            if sup.phase is not Phase.POLICY:
-                raise TeleopError(f"homing: the supervisor left POLICY: {sup.events[-1].reason}")
-            next_t += period
-            time.sleep(max(0.0, next_t - time.monotonic()))
+            _send_home(driver, runner, q[0] if k < n or b is not goal else q_goal)
+            next_t = _pace(next_t, period)
     deadline = time.monotonic() + settle_s
     while np.linalg.norm(driver.read_state().ee_pos[0] - goal) > tolerance:
-        driver.send_command(runner.home_command(q_goal))
-        if sup.phase is not Phase.POLICY:
-            raise TeleopError(f"homing: the supervisor left POLICY: {sup.events[-1].reason}")
+        _send_home(driver, runner, q_goal)
         if time.monotonic() > deadline:
             raise TeleopError(f"homing: the tip did not reach the start within {tolerance * 1000:g} mm in "
                               f"{settle_s:g} s (at {driver.read_state().ee_pos[0]}, goal {goal})")
         time.sleep(period)
+
+
+def _draw_out(driver, runner: TeleopTask, tip: np.ndarray, q: np.ndarray, top: float, speed: float,
+              period: float, settle_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """Draw the peg straight up along its axis to height ``top`` at ``speed`` (the hand's measured
+    orientation, the target at most the task's ``max_target_offset`` above the measured tip) → (tip, q)."""
+    model = runner.task.io.model
+    rot, leash = model.ee_pose(q)[1], runner.config.max_target_offset
+    p = tip.copy()
+    deadline = time.monotonic() + (top - tip[2]) / speed + settle_s
+    next_t = time.monotonic()
+    while p[2] < top:
+        p[2] = min(top, p[2] + speed * period, driver.read_state().ee_pos[0, 2] + leash)
+        q = model.ik(p[None], rot, q, iters=20)
+        _send_home(driver, runner, q[0])
+        if time.monotonic() > deadline:
+            raise TeleopError(f"homing: the peg did not come out of the hole (tip at "
+                              f"{driver.read_state().ee_pos[0]}, pulled to {p})")
+        next_t = _pace(next_t, period)
+    return p, q
+
+
+def _send_home(driver, runner: TeleopTask, q: np.ndarray) -> None:
+    from embody.hardware.supervisor import Phase
+
+    sup = driver.supervisor
+    driver.send_command(runner.home_command(q))
+    if sup.phase is not Phase.POLICY:
+        raise TeleopError(f"homing: the supervisor left POLICY: {sup.events[-1].reason}")
+
+
+def _pace(next_t: float, period: float) -> float:
+    """Sleep until the next tick; when late, start the schedule again from now (a catch-up burst of
+    targets would be one big jump)."""
+    next_t += period
+    now = time.monotonic()
+    if next_t > now:
+        time.sleep(next_t - now)
+        return next_t
+    return now
+
+
+def _record_episode(driver, runner: TeleopTask, device: InputDevice, display, region: Region | None,
+                    max_steps: int, rate_hz: float, label: str) -> tuple[list[dict], str | None, dict]:
+    """One episode's control loop at ``rate_hz`` (the arm homed to its start): ``(frames, outcome, stop)``.
+
+    ``frames``: one dict of dataset features per tick (observation, action, the robot state it was
+    built from, the command sent); ``outcome``: "success", "done" or "timeout", or None when the
+    episode must be discarded and the session end; ``stop`` then says why (the summary's
+    ``{"aborted": True}`` or ``{"fault": reason}``), and is ``{}`` otherwise."""
+    from embody.hardware.supervisor import Phase
+
+    sup, period = driver.supervisor, 1.0 / rate_hz
+    frames: list[dict] = []
+    t0 = next_t = time.monotonic()
+    while True:
+        state = driver.read_state()
+        state.time = np.array([time.monotonic() - t0])  # the task's clock: time since the episode began
+        if runner.success(state):
+            return frames, "success", {}
+        move, buttons = device.read()
+        if "abort" in buttons:
+            return frames, None, {"aborted": True}
+        if "done" in buttons:
+            return frames, "done", {}
+        if len(frames) >= max_steps:
+            return frames, "timeout", {}
+        sent = driver.send_command(runner.command(state, move))
+        if sup.phase is not Phase.POLICY:
+            return frames, None, {"fault": sup.events[-1].reason if sup.events else sup.phase.name}
+        obs, action = runner.last
+        frames.append({"observation.state": obs[0], "action": action[0],
+                       "embody.state.joint_pos": state.joint_pos[0], "embody.state.joint_vel": state.joint_vel[0],
+                       "embody.state.joint_torque": state.joint_torque[0], "embody.state.ee_pos": state.ee_pos[0],
+                       "embody.state.ee_quat": state.ee_quat[0], "embody.state.wrench": state.wrench[0],
+                       "embody.state.time": state.time, "embody.sent.q": sent.q, "embody.sent.kp": sent.kp})
+        display.show(learner_view(obs[0], region), f"{label}, step {len(frames)}")
+        next_t += period
+        time.sleep(max(0.0, next_t - time.monotonic()))
 
 
 def teleoperate(driver, config=None, device: InputDevice | None = None, episodes: int = 1,
@@ -500,7 +586,6 @@ def teleoperate(driver, config=None, device: InputDevice | None = None, episodes
     damped the arm: the same), the dataset's episode count and the supervisor's counters.
     """
     from embody.datasets.format import DatasetWriter
-    from embody.hardware.supervisor import Phase
     from embody.robots import get_robot
     from embody.robots.peg_arm import board_params
 
@@ -527,7 +612,7 @@ def teleoperate(driver, config=None, device: InputDevice | None = None, episodes
                  "rate_hz": int(rate_hz), "max_steps": max_steps, "task_config": dataclasses.asdict(runner.config),
                  "note": "embody.teleop.hole is the true hole pose, for analysis only: never an observation"}
     writer = None
-    sup, period = driver.supervisor, 1.0 / rate_hz
+    sup = driver.supervisor
     summary = {"episodes": [], "aborted": False, "fault": None, "dataset": str(out)}
     try:
         _to_policy(driver)
@@ -535,38 +620,9 @@ def teleoperate(driver, config=None, device: InputDevice | None = None, episodes
             q_start = runner.start(hole, hole_yaw)
             home(driver, runner, q_start, rate_hz, speed=home_speed)
             device.read()  # drop what was pressed while homing
-            frames: list[dict] = []
-            outcome = None
-            t0 = next_t = time.monotonic()
-            while outcome is None:
-                state = driver.read_state()
-                state.time = np.array([time.monotonic() - t0])  # the task's clock: time since the episode began
-                if runner.success(state):
-                    outcome = "success"
-                    break
-                move, buttons = device.read()
-                if "abort" in buttons:
-                    summary["aborted"] = True
-                    break
-                if "done" in buttons:
-                    outcome = "done"
-                    break
-                if len(frames) >= max_steps:
-                    outcome = "timeout"
-                    break
-                sent = driver.send_command(runner.command(state, move))
-                if sup.phase is not Phase.POLICY:
-                    summary["fault"] = sup.events[-1].reason if sup.events else sup.phase.name
-                    break
-                obs, action = runner.last
-                frames.append({"observation.state": obs[0], "action": action[0],
-                               "embody.state.joint_pos": state.joint_pos[0], "embody.state.joint_vel": state.joint_vel[0],
-                               "embody.state.joint_torque": state.joint_torque[0], "embody.state.ee_pos": state.ee_pos[0],
-                               "embody.state.ee_quat": state.ee_quat[0], "embody.state.wrench": state.wrench[0],
-                               "embody.state.time": state.time, "embody.sent.q": sent.q, "embody.sent.kp": sent.kp})
-                display.show(learner_view(obs[0], region), f"episode {ep + 1}/{episodes}, step {len(frames)}")
-                next_t += period
-                time.sleep(max(0.0, next_t - time.monotonic()))
+            frames, outcome, stop = _record_episode(driver, runner, device, display, region, max_steps, rate_hz,
+                                                    f"episode {ep + 1}/{episodes}")
+            summary.update(stop)
             if outcome is None:  # aborted or damped: the episode is dropped, the session ends
                 log.warning("episode %d discarded (%s)", ep, "aborted" if summary["aborted"] else summary["fault"])
                 break
@@ -593,6 +649,155 @@ def teleoperate(driver, config=None, device: InputDevice | None = None, episodes
     summary["counters"] = dict(sup.counters)
     summary["phase"] = sup.phase.name
     return summary
+
+
+# -- into the study: teleop dataset → peg Demos --------------------------------------------------------
+
+_NEEDED = ("observation.state", "action", "embody.teleop.region", "embody.teleop.outcome", "embody.teleop.hole")
+
+
+def human_level(region: Region | None) -> str:
+    """The information level of demonstrations told ``region``: "human" (nothing told), or
+    "human-region-<side>mm" with side = 2·half_width, as peg's ``region-<side>mm`` levels name theirs."""
+    if region is None:
+        return "human"
+    return f"human-region-{round(2 * region.half_width * 1000, 3):g}mm"
+
+
+def region_information(region: Region | None) -> float:
+    """Bits the region told gives about the hole, as ``peg.information_bits`` counts them: the prior
+    square (±``HOLE_XY_RANGE``, 8 mm) against the told square (side 2·half_width, at least δ = 1 mm, at
+    most the prior), ``information.box_information``; nothing told: 0 bits."""
+    from .information import box_information
+    from .peg import DELTA, HOLE_XY_RANGE
+
+    if region is None:
+        return 0.0
+    prior = 2 * HOLE_XY_RANGE
+    known = min(max(2 * region.half_width, DELTA), prior)
+    return box_information((prior, prior), (known, known))
+
+
+def _open_teleop(path: Path):
+    """(dataset, its recording metadata, the nominal hole xy (2,)) of the teleop dataset at ``path``, or a
+    DatasetFormatError naming it."""
+    from embody.datasets.format import DatasetFormatError, load
+    from embody.sims.tasks.peg_insert import OBS_SIZE
+
+    if not path.is_dir():
+        raise DatasetFormatError(path, "no such dataset folder (record one with `embody blindfolded collect "
+                                       "--teleop keyboard`)")
+    ds = load(path)
+    missing = [k for k in _NEEDED if k not in ds.features]
+    if missing:
+        raise DatasetFormatError(path, f"not a teleop dataset: missing feature(s) {', '.join(missing)} "
+                                       "(written by `embody blindfolded collect --teleop`)")
+    recording = ds.info.get("embody", {}).get("recording", {}) or {}
+    if recording.get("source") != "teleop":
+        raise DatasetFormatError(path, f"not a teleop dataset: its recording source is "
+                                       f"{recording.get('source')!r}, not 'teleop'")
+    shapes = {k: tuple(ds.features[k]["shape"]) for k in _NEEDED}
+    expected = {"observation.state": (OBS_SIZE,), "action": (3,), "embody.teleop.region": (4,),
+                "embody.teleop.outcome": (1,), "embody.teleop.hole": (4,)}
+    for k, shape in expected.items():
+        if shapes[k] != shape:
+            what = " (the peg learner's observation)" if k == "observation.state" else ""
+            raise DatasetFormatError(path, f"{k} has shape {shapes[k]} per frame, expected {shape}{what}")
+    try:
+        nominal = np.asarray(recording["task_config"]["hole_pos"], dtype=np.float64)[:2]
+    except (KeyError, TypeError, ValueError):
+        raise DatasetFormatError(path, "its recording has no task_config.hole_pos (the nominal hole)") from None
+    return ds, recording, nominal
+
+
+def teleop_demos(dataset_dir: str | Path, outcomes=("success",), episodes=None):
+    """A teleop dataset (``teleoperate``'s) as peg ``demos.Demos``, for ``PegDomain.train`` and the study.
+
+    Keeps the episodes whose ``embody.teleop.outcome`` is in ``outcomes`` (default: successes only),
+    of ``episodes`` (dataset episode indices; default all). ``obs["obs"]`` = ``observation.state``
+    (N, 33) and ``actions`` = ``action`` (N, 3), float32 as recorded (exactly). ``meta``: domain
+    "peg", ``level`` (``human_level`` of the region told), ``information_bits``
+    (``region_information``), ``tasks`` (the distinct true holes, xy [m] from the nominal one, in
+    order of appearance), ``episode_tasks`` (each kept episode's index into tasks), ``region``,
+    ``dataset`` (its resolved path), ``dataset_episodes`` (the kept indices), ``outcomes`` (theirs),
+    ``expert_success`` / ``expert_steps`` (every selected episode's), ``rate_hz``, ``max_steps``.
+
+    Raises ``DatasetFormatError`` (naming the path) for a folder that is no teleop dataset, lacks a
+    feature or has observations of another size than the learner's; ValueError (naming it too)
+    when no episode is left, or when the kept ones were told different regions (convert those
+    separately with ``episodes``).
+    """
+    from .demos import from_episodes
+
+    path = Path(dataset_dir)
+    bad = [o for o in outcomes if o not in OUTCOMES]
+    if bad or not outcomes:
+        raise ValueError(f"outcomes must be some of {list(OUTCOMES)}, got {list(outcomes)}")
+    ds, recording, nominal = _open_teleop(path)
+    if episodes is None:
+        episodes = range(ds.num_episodes)
+    selected = [int(i) for i in episodes]
+    for i in selected:
+        if not 0 <= i < ds.num_episodes:
+            raise ValueError(f"{path}: episode {i} out of range (the dataset has {ds.num_episodes})")
+    lo, hi = ds.episode_bounds
+    outcome_col = ds.column("embody.teleop.outcome").reshape(-1)
+    ep_outcome = {i: OUTCOMES[int(outcome_col[lo[i]])] if 0 <= int(outcome_col[lo[i]]) < len(OUTCOMES) else "?"
+                  for i in selected}
+    keep = [i for i in selected if ep_outcome[i] in outcomes]
+    if not keep:
+        counts = {o: [ep_outcome[i] for i in selected].count(o) for o in OUTCOMES}
+        raise ValueError(f"{path}: no {' or '.join(outcomes)} episode to convert among its {len(selected)} "
+                         f"({', '.join(f'{n} {o}' for o, n in counts.items() if n)})")
+    rows = ds.column("embody.teleop.region")
+    regions = {tuple(float(v) for v in rows[lo[i]]) for i in keep}
+    if len(regions) > 1:
+        raise ValueError(f"{path}: the episodes to convert were told different regions ({sorted(regions)}); "
+                         "convert each region's episodes separately (teleop_demos(..., episodes=[...]))")
+    told, cx, cy, half = regions.pop()
+    region = Region((cx, cy), half) if told > 0.5 else None
+    holes = ds.column("embody.teleop.hole")
+    tasks: list[list[float]] = []
+    episode_tasks = []
+    for i in keep:
+        offset = [float(v) for v in holes[lo[i], :2] - nominal]
+        if offset not in tasks:
+            tasks.append(offset)
+        episode_tasks.append(tasks.index(offset))
+    obs, act = ds.column("observation.state"), ds.column("action")
+    meta = {"domain": "peg", "level": human_level(region), "information_bits": region_information(region),
+            "tasks": tasks, "episode_tasks": episode_tasks,
+            "region": None if region is None else {"center": list(region.center), "half_width": region.half_width},
+            "source": "teleop", "dataset": str(path.resolve()), "dataset_episodes": keep,
+            "outcomes": [ep_outcome[i] for i in keep],
+            "expert_success": [int(ep_outcome[i] == "success") for i in selected],
+            "expert_steps": [int(hi[i] - lo[i]) for i in selected],
+            "rate_hz": int(ds.fps), "max_steps": recording.get("max_steps"), "device": recording.get("device")}
+    return from_episodes([{"obs": obs[lo[i]:hi[i]]} for i in keep], [act[lo[i]:hi[i]] for i in keep], meta)
+
+
+def run_import(args) -> int:
+    """``embody blindfolded import [--dataset DIR] [--out DIR | FILE.npz] [--seed S]``: a teleop dataset
+    (default OUT/teleop) as peg demonstrations, saved to FILE.npz or OUT/demos/<level>_seed<S>.npz."""
+    from .demos import save
+    from .study import demos_path
+
+    out = Path(args.out)
+    try:
+        if args.dataset is None and out.suffix == ".npz":
+            raise ValueError("import --out FILE.npz needs --dataset DIR (the teleop dataset)")
+        dataset = Path(args.dataset) if args.dataset else out / "teleop"
+        d = teleop_demos(dataset)
+        target = out if out.suffix == ".npz" else demos_path(out, d.meta["level"], args.seed)
+        save(d, target)
+    except (ValueError, OSError) as e:  # DatasetFormatError is a ValueError
+        print(f"embody blindfolded: error: {e}", file=sys.stderr, flush=True)
+        return 2
+    m = d.meta
+    print(f"blindfolded import: {len(d.episode_lengths)} episode(s) ({'/'.join(sorted(set(m['outcomes'])))}; "
+          f"{int(d.episode_lengths.sum())} steps, {len(m['tasks'])} hole(s)) of {dataset}, level {m['level']} "
+          f"({m['information_bits']:g} bits) -> {target}", file=sys.stderr, flush=True)
+    return 0
 
 
 # -- command line ----------------------------------------------------------------------------------------
