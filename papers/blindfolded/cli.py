@@ -1,4 +1,4 @@
-"""``embody blindfolded collect|train|eval|study [--scale tiny|paper] [--domain maze|peg] [--out DIR] [--seed S]``.
+"""``embody blindfolded collect|train|eval|study|import|merge [--scale tiny|paper] [--domain maze|peg] [--out DIR] [--seed S]``.
 
 collect: expert demonstrations of every level (or --level) on the seed's first m training tasks
          (--m, default the scale's largest m) into DIR/demos/<level>_seed<S>.npz.
@@ -7,7 +7,8 @@ train:   a history-conditioned BC policy per level on the first --m (default all
          run directory that `embody deploy DIR/models/... --robot peg_arm --target sim` runs).
 eval:    those policies on their training tasks and on the held-out tasks: DIR/eval.json and a table.
 study:   the whole study (levels × m × seeds): DIR/results.json, report.md, success_vs_m.png,
-         gap_vs_sqrt_I_over_m.png.
+         gap_vs_sqrt_I_over_m.png. --seeds N replicates from --seed; --workers N processes.
+merge:   --from DIR (repeatable): studies of the same configuration on other seeds pooled into one in DIR.
 collect --teleop keyboard|gamepad|spacemouse: a person demonstrates peg insertion on the (simulated
          or real) arm through the safety supervisor into DIR/teleop (teleop.py).
 import:  a teleop dataset (--dataset, default DIR/teleop) as peg demonstrations (its successful episodes)
@@ -27,7 +28,7 @@ from pathlib import Path
 def add_parser(sub) -> None:
     p = sub.add_parser("blindfolded", help="Blindfolded experts: cloning experts denied task information "
                                            "(papers/blindfolded)")
-    p.add_argument("action", choices=("collect", "train", "eval", "study", "import"))
+    p.add_argument("action", choices=("collect", "train", "eval", "study", "import", "merge"))
     p.add_argument("--scale", choices=("tiny", "paper"), default="tiny",
                    help="tiny: the whole study in about a minute (CI); paper: levels × m ∈ 1..32 (peg 1..16) × "
                         "3 seeds (peg 2)")
@@ -35,6 +36,10 @@ def add_parser(sub) -> None:
                    help="the task family: maze (minigrid) or peg (peg insertion on the simulated arm, MuJoCo)")
     p.add_argument("--out", default="runs/blindfolded", metavar="DIR", help="output folder (default runs/blindfolded)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seeds", type=int, metavar="N", help="study: the number of replicate seeds, from --seed "
+                                                           "(default: the scale's)")
+    p.add_argument("--from", dest="sources", action="append", metavar="DIR",
+                   help="merge: a study's output folder (repeatable): their runs pooled into one report in --out")
     p.add_argument("--workers", type=int, default=1,
                    help="study: processes running the (seed, level) jobs in parallel (default 1; results do not "
                         "depend on it)")
@@ -76,6 +81,11 @@ def run(args) -> int:
         _log(f"embody blindfolded: error: --workers must be >= 1, got {args.workers}")
         return 2
     cfg.workers = args.workers
+    if args.seeds is not None:
+        if args.seeds < 1:
+            _log(f"embody blindfolded: error: --seeds must be >= 1, got {args.seeds}")
+            return 2
+        cfg.seeds = args.seeds
     torch.set_num_threads(cfg.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -86,6 +96,15 @@ def run(args) -> int:
         from .study import run_study
 
         run_study(cfg, out, _log)
+        return 0
+    if args.action == "merge":
+        from .study import merge_studies
+
+        try:
+            merge_studies(args.sources or [], out, _log)
+        except (ValueError, IndexError) as e:
+            _log(f"embody blindfolded: error: {e if args.sources else 'merge needs --from DIR (repeatable)'}")
+            return 2
         return 0
 
     from . import demos as demo_io

@@ -231,6 +231,46 @@ def run_study(cfg: StudyConfig, out: str | Path, log: Callable[[str], None] = pr
     return result
 
 
+def merge_studies(sources: list[str | Path], out: str | Path, log: Callable[[str], None] = print) -> dict:
+    """One study from several runs of the same configuration on different seeds (e.g. one seed per machine
+    or per evening): their runs pooled, summarized and reported as one (the experts and the random policy
+    from the first). Refuses runs of another domain, scale, level set or m values, or overlapping seeds."""
+    from .config import for_scale
+
+    results = []
+    for src in sources:
+        path = Path(src) / "results.json"
+        try:
+            results.append(json.loads(path.read_text()))
+        except (OSError, ValueError) as e:
+            raise ValueError(f"{path}: not a study's results ({e})") from None
+    first = results[0]
+    key = lambda r: (r["config"]["domain"], r["config"]["scale"], list(r["information_bits"]),  # noqa: E731
+                     r["config"]["m_values"])
+    seen: set[int] = set()
+    for src, r in zip(sources, results):
+        if key(r) != key(first):
+            raise ValueError(f"{src}: another study (domain, scale, levels, m) than {sources[0]}: {key(r)} vs {key(first)}")
+        seeds = {run["seed"] for run in r["runs"]}
+        if seeds & seen:
+            raise ValueError(f"{src}: seed(s) {sorted(seeds & seen)} already in an earlier run")
+        seen |= seeds
+    c = first["config"]
+    cfg = for_scale(c["scale"], min(seen), c["domain"])
+    cfg.seeds, cfg.m_values, cfg.heldout, cfg.bootstrap = len(seen), c["m_values"], c["heldout"], c["bootstrap"]
+    runs = [run for r in results for run in r["runs"]]
+    summary = summarize(cfg, runs, first["information_bits"])
+    result = {**first, "config": {**c, "seed": min(seen), "seeds": len(seen)}, "summary": summary, "runs": runs,
+              "time_s": round(sum(r["time_s"] for r in results), 1), "merged_from": [str(s) for s in sources]}
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(out / "results.json", json.dumps(result, indent=2, default=float))
+    write_report(result, out)
+    log(f"blindfolded: {summary['verdict_text']}")
+    log(f"blindfolded: {out / 'report.md'} ({len(sources)} runs, seeds {sorted(seen)})")
+    return result
+
+
 def _fmt_ci(p: float, ci) -> str:
     return f"{p:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]"
 
@@ -246,7 +286,8 @@ def write_report(result: dict, out: Path) -> Path:
                       f"cloned; {cfg['peg']['max_steps']}-step episodes")
     lines = [f"# Blindfolded experts — {cfg['domain']} study ({cfg['scale']} scale)", "",
              f"{cfg['seeds']} seed(s) from {cfg['seed']}; {cfg['heldout']} held-out tasks; {demos_text}; "
-             f"history-conditioned GRU BC. Time: {result['time_s']:.0f} s.", "",
+             f"history-conditioned GRU BC. Time: {result['time_s']:.0f} s"
+             + (f" in all, pooled from {', '.join(result['merged_from'])}." if "merged_from" in result else "."), "",
              "## Held-out success rate (mean over seeds; 95% bootstrap CI over pooled episodes)", "",
              "| level | I (bits) | " + " | ".join(f"m={m}" for m in ms) + " |",
              "|---|---|" + "---|" * len(ms)]

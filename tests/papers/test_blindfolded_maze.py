@@ -257,7 +257,7 @@ def test_cli_tiny_study_and_stages_end_to_end(tmp_path):
 
 
 @pytest.mark.slow
-def test_study_workers_reproduce_the_sequential_study(tmp_path):
+def test_study_workers_reproduce_the_sequential_study_and_runs_merge(tmp_path):
     from embody.papers.blindfolded.config import for_scale
     from embody.papers.blindfolded.study import run_study
 
@@ -271,3 +271,25 @@ def test_study_workers_reproduce_the_sequential_study(tmp_path):
         runs.append([{k: v for k, v in r.items() if k != "bc"} for r in res["runs"]])
     assert [(r["level"], r["m"]) for r in runs[0]] == [("informed", 1), ("informed", 2), ("blind-wall", 1), ("blind-wall", 2)]
     assert runs[0] == runs[1]
+    # another seed's run, pooled with the first: one study of two seeds; the same seed twice is refused
+    from embody.papers.blindfolded.study import merge_studies
+
+    cfg.seed, cfg.workers = 4, 1
+    run_study(cfg, tmp_path / "s4", log=lambda s: None)
+    merged = merge_studies([tmp_path / "w1", tmp_path / "s4"], tmp_path / "merged", log=lambda s: None)
+    assert merged["config"]["seeds"] == 2 and len(merged["runs"]) == 8
+    assert {c["seeds"] for c in merged["summary"]["table"]} == {2}
+    assert "pooled from" in (tmp_path / "merged" / "report.md").read_text()
+    with pytest.raises(ValueError, match="already in an earlier run"):
+        merge_studies([tmp_path / "w1", tmp_path / "w2"], tmp_path / "bad", log=lambda s: None)
+    with pytest.raises(ValueError, match="not a study"):
+        merge_studies([tmp_path / "w1", tmp_path / "nothing"], tmp_path / "bad", log=lambda s: None)
+
+
+def test_cli_merge_refuses_missing_studies(tmp_path, capsys):
+    from embody.cli import main
+
+    assert main(["blindfolded", "merge", "--out", str(tmp_path)]) == 2
+    assert "needs --from" in capsys.readouterr().err
+    assert main(["blindfolded", "merge", "--from", str(tmp_path / "none"), "--out", str(tmp_path)]) == 2
+    assert "not a study's results" in capsys.readouterr().err
