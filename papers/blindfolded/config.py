@@ -40,6 +40,7 @@ class PegConfig:
     seq_len: int = 64
     batch_size: int = 256
     lr: float = 2e-3
+    dagger_betas: list[float] | None = None  # expert-action probability per DAgger iteration (None: 0.5, 0.25, 0.125)
 
 
 @dataclass

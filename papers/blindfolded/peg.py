@@ -406,7 +406,8 @@ def train_student(demos: Demonstrations, hidden: int = 64, epochs: int = 150, se
                   batch_size: int = 512, lr: float = 2e-3, seed: int = 0, level: str | None = None,
                   tasks: np.ndarray | None = None, dagger_iterations: int = 3, dagger_episodes: int = 16,
                   dagger_epochs: int | None = None, max_episode_steps: int | None = None,
-                  n_envs: int = 16, min_grad_steps: int = MIN_GRAD_STEPS) -> RecurrentActorCritic:
+                  n_envs: int = 16, min_grad_steps: int = MIN_GRAD_STEPS,
+                  dagger_betas: list[float] | None = None) -> RecurrentActorCritic:
     """A GRU BC student (obs (n, 33) → action (n, 3), history in its state) trained on ``demos``
     by BPTT over ``seq_len`` windows (``train_bc``; the first ``seq_len // 4`` steps of a window
     that starts mid-episode are context only), then, given the expert ``level`` and the training
@@ -420,7 +421,7 @@ def train_student(demos: Demonstrations, hidden: int = 64, epochs: int = 150, se
     policy.dagger = []
     if level is not None and tasks is not None and len(tasks) and dagger_iterations > 0:
         dagger(policy, demos, level, tasks, bc, dagger_iterations, dagger_episodes, dagger_epochs,
-               max_episode_steps, n_envs, seed, min_grad_steps)
+               max_episode_steps, n_envs, seed, min_grad_steps, dagger_betas)
     return policy
 
 
@@ -434,10 +435,11 @@ def _epochs(n_rows: int, bc: BCConfig, min_grad_steps: int) -> int:
 
 def dagger(policy, demos: Demonstrations, level: str, tasks: np.ndarray, bc: BCConfig, iterations: int = 3,
            episodes: int = 16, epochs: int | None = None, max_episode_steps: int | None = None,
-           n_envs: int = 16, seed: int = 0, min_grad_steps: int = MIN_GRAD_STEPS) -> list[dict]:
+           n_envs: int = 16, seed: int = 0, min_grad_steps: int = MIN_GRAD_STEPS,
+           betas: list[float] | None = None) -> list[dict]:
     """DAgger (Ross et al. 2011) on the training holes: each iteration plays ``episodes`` episodes
-    (the holes of ``tasks`` cycled) executing the expert's action with probability 0.5^(i+1) and the
-    student's otherwise, labels every visited state with the ``level`` expert's action (the expert
+    (the holes of ``tasks`` cycled) executing the expert's action with probability ``betas[i]``
+    (default 0.5^(i+1) for ``iterations`` iterations) and the student's otherwise, labels every visited state with the ``level`` expert's action (the expert
     runs alongside on the same observations: the informed expert is stateless; a search expert
     draws its region and tracks its spiral from the states the student visits), adds them to the
     demonstrations and goes on training ``policy`` on all of it (``epochs``, default bc.epochs // 2,
@@ -452,8 +454,7 @@ def dagger(policy, demos: Demonstrations, level: str, tasks: np.ndarray, bc: BCC
     history = getattr(policy, "dagger", [])
     policy.dagger = history
     try:
-        for i in range(iterations):
-            beta = 0.5 ** (i + 1)
+        for i, beta in enumerate(betas if betas is not None else [0.5 ** (i + 1) for i in range(iterations)]):
             teacher = make_expert(level, config, seed=seed * 100 + i + 1)
             ep = run_episodes(env, policy, queue, privileged=False, record=True, teacher=teacher, beta=beta,
                               seed=seed * 100 + i)
@@ -652,7 +653,8 @@ class PegDomain:
                                lr=c.lr, seed=seed, level=level, tasks=holes,
                                dagger_iterations=DAGGER_ITERATIONS if c.epochs >= 60 else 1,
                                dagger_episodes=max(16, 2 * len(ids or [])), max_episode_steps=c.max_steps,
-                               n_envs=c.n_envs, min_grad_steps=min(MIN_GRAD_STEPS, 10 * c.epochs))
+                               n_envs=c.n_envs, min_grad_steps=min(MIN_GRAD_STEPS, 10 * c.epochs),
+                               dagger_betas=c.dagger_betas)
         return policy, {"loss": float(policy.fit["mse"]), "episodes": len(demos.episode_lengths), "steps": n,
                         "dagger": policy.dagger, "time_s": time.perf_counter() - start}
 

@@ -192,3 +192,17 @@ def test_tiny_peg_study_runs_through_the_cli(tmp_path):
     assert {(r["level"], r["m"]) for r in result["runs"]} == {(lv, m) for lv in ("informed", "region-4mm", "blind")
                                                               for m in (1, 2)}
     assert (tmp_path / "report.md").exists() and (tmp_path / "demos" / "blind_seed0.npz").exists()
+
+
+def test_dagger_follows_its_beta_schedule():
+    from embody.policies.bc import BCConfig
+
+    torch.set_num_threads(1)
+    hole = np.array([[0.002, -0.003]])
+    demos = peg.collect("informed", hole, episodes_per_task=1, seed=0, n_envs=1)
+    student = peg.train_student(demos, hidden=8, epochs=1, seq_len=16, seed=0, min_grad_steps=2)
+    history = peg.dagger(student, demos, "informed", hole, BCConfig(epochs=1, batch_size=64, seq_len=16, burn_in=4),
+                         episodes=1, epochs=1, max_episode_steps=150, n_envs=1, min_grad_steps=2, betas=[1.0, 0.0])
+    assert [h["beta"] for h in history] == [1.0, 0.0]
+    assert history[0]["rollout_success"] == 1.0  # beta 1: the expert drives every step
+    assert history[1]["samples"] > history[0]["samples"] > len(demos)
