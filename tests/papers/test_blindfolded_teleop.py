@@ -79,16 +79,6 @@ def tree_digest(root) -> dict[str, str]:
 
 # -- on loopback DDS against robot-sim -------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def sim():
-    pytest.importorskip("cyclonedds", reason="needs the hardware extra")
-    from embody.hardware.deploy import start_robot_sim, stop_robot_sim
-
-    proc = start_robot_sim("peg_arm", "lo", DOMAIN, band=False)
-    yield proc
-    stop_robot_sim(proc)
-
-
 def connected_driver():
     """A fresh start: robot-sim reset to its braked default pose, a new driver with the peg arm's default
     supervisor (its wrist-force limit and workspace box), a short ramp. The state watchdog is 1 s rather
@@ -109,7 +99,7 @@ def connected_driver():
 
 
 @pytest.fixture(scope="module")
-def recorded(sim, tmp_path_factory):
+def recorded(peg_robot_sim, tmp_path_factory):
     """Two demonstrations by keyboard: +x for a while then Enter ("done"); then F held until inserted."""
     out = tmp_path_factory.mktemp("teleop") / "demos"
     script = {0: [key(pygame.KEYDOWN, pygame.K_w)],  # episode 0, first read after homing

@@ -53,16 +53,6 @@ class ScriptedDevice:
 DOWN, DONE = (0.0, 0.0, -1.0), (None, ("done",))
 
 
-@pytest.fixture(scope="module")
-def sim():
-    pytest.importorskip("cyclonedds", reason="needs the hardware extra")
-    from embody.hardware.deploy import start_robot_sim, stop_robot_sim
-
-    proc = start_robot_sim("peg_arm", "lo", DOMAIN, band=False)
-    yield proc
-    stop_robot_sim(proc)
-
-
 def record(out, script, episodes, region=None):
     """teleoperate on a fresh robot-sim (reset, new driver and supervisor, short ramp) with ScriptedDevice(script)."""
     from embody.hardware.arms.sim import ArmCodec, PegArmDriver
@@ -84,7 +74,7 @@ def record(out, script, episodes, region=None):
 
 
 @pytest.fixture(scope="module")
-def datasets(sim, tmp_path_factory):
+def datasets(peg_robot_sim, tmp_path_factory):
     """"plain": nothing told; episode 0 moves +x then "done" (not a success), episode 1 goes down into the
     hole (success). "told": REGION told; one success."""
     root = tmp_path_factory.mktemp("teleop_import")

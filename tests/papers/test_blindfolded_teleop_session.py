@@ -47,18 +47,8 @@ class HoldDown:
         pass
 
 
-@pytest.fixture(scope="module")
-def sim():
-    pytest.importorskip("cyclonedds", reason="needs the hardware extra")
-    from embody.hardware.deploy import start_robot_sim, stop_robot_sim
-
-    proc = start_robot_sim("peg_arm", "lo", DOMAIN, band=False)
-    yield proc
-    stop_robot_sim(proc)
-
-
 @pytest.mark.slow
-def test_consecutive_successful_episodes_in_one_session(sim, tmp_path):
+def test_consecutive_successful_episodes_in_one_session(peg_robot_sim, tmp_path):
     """Three insertions in one session: each homing move lifts the peg out of the hole without a fault."""
     from embody.datasets import load
     from embody.hardware.arms.sim import ArmCodec, PegArmDriver
