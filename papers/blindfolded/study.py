@@ -100,10 +100,13 @@ def evaluate_cell(cfg: StudyConfig, domain, policy, train_tasks: list[int], seed
     cycled = [train_tasks[i % len(train_tasks)] for i in range(n)]
     tr = domain.evaluate(policy, cycled, seed=seed * 7 + 1)
     ho = domain.evaluate(policy, cfg.heldout_tasks(), seed=seed * 7 + 2)
-    return {"train_success": float(tr.success.mean()), "heldout_success": float(ho.success.mean()),
+    cell = {"train_success": float(tr.success.mean()), "heldout_success": float(ho.success.mean()),
             "heldout_steps": float(ho.steps.mean()),
             "heldout_steps_success": float(ho.steps[ho.success].mean()) if ho.success.any() else None,
             "train_outcomes": tr.success.astype(int).tolist(), "heldout_outcomes": ho.success.astype(int).tolist()}
+    if hasattr(ho, "peak_force"):  # peg: the peak wrist force of each held-out episode [N]
+        cell["heldout_peak_force"] = ho.peak_force.tolist()
+    return cell
 
 
 def fit_line(x, y) -> dict:
@@ -117,6 +120,12 @@ def fit_line(x, y) -> dict:
     ss_tot = float(((y - y.mean()) ** 2).sum())
     r2 = 1.0 - float((resid ** 2).sum()) / ss_tot if ss_tot > 0 else float("nan")
     return {"slope": float(slope), "intercept": float(intercept), "r2": r2, "n": int(len(x))}
+
+
+def _pooled(values, reduce=np.mean) -> float | None:
+    """``reduce`` of the values that exist (None entries: no successful episode), None when none does."""
+    vals = [v for v in values if v is not None]
+    return float(reduce(vals)) if vals else None
 
 
 def summarize(cfg: StudyConfig, runs: list[dict], info: dict[str, float]) -> dict:
@@ -137,6 +146,10 @@ def summarize(cfg: StudyConfig, runs: list[dict], info: dict[str, float]) -> dic
                 "train_ci95": bootstrap_ci(tr, cfg.bootstrap, cfg.seed + 1),
                 "gap": float(np.mean([r["train_success"] - r["heldout_success"] for r in rs])),
                 "heldout_steps": float(np.mean([r["heldout_steps"] for r in rs])),
+                "heldout_steps_success": _pooled([r["heldout_steps_success"] for r in rs]),
+                "heldout_peak_force": _pooled([np.mean(r["heldout_peak_force"]) for r in rs if "heldout_peak_force" in r]),
+                "heldout_peak_force_max": _pooled([np.max(r["heldout_peak_force"]) for r in rs
+                                                   if "heldout_peak_force" in r], np.max),
                 "sqrt_I_over_m": math.sqrt(info[level] / m)})
     fit = fit_line([c["sqrt_I_over_m"] for c in table], [c["gap"] for c in table])
     # the claim: cloning a blindfolded expert generalizes better, especially with few demonstrated tasks
@@ -271,6 +284,13 @@ def merge_studies(sources: list[str | Path], out: str | Path, log: Callable[[str
     return result
 
 
+def _steps_force(c: dict | None) -> str:
+    if c is None or c.get("heldout_peak_force") is None:
+        return "-"
+    steps = "-" if c.get("heldout_steps_success") is None else f"{c['heldout_steps_success']:.0f}"
+    return f"{steps} / {c['heldout_peak_force']:.1f} ({c['heldout_peak_force_max']:.1f})"
+
+
 def _fmt_ci(p: float, ci) -> str:
     return f"{p:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]"
 
@@ -301,6 +321,11 @@ def write_report(result: dict, out: Path) -> Path:
         cells = [f"{table[lv, m]['train_success']:.2f} / {table[lv, m]['gap']:+.2f}" if (lv, m) in table else "-"
                  for m in ms]
         lines.append(f"| {lv} | " + " | ".join(cells) + " |")
+    if any(c.get("heldout_peak_force") is not None for c in summ["table"]):
+        lines += ["", "## Held-out episodes: steps to insert (successes) / mean peak wrist force [N] (max)", "",
+                  "| level | " + " | ".join(f"m={m}" for m in ms) + " |", "|---|" + "---|" * len(ms)]
+        for lv in levels:
+            lines.append(f"| {lv} | " + " | ".join(_steps_force(table.get((lv, m))) for m in ms) + " |")
     lines += ["", "## Experts on the held-out tasks", "", "| level | I (bits) | success | mean steps | max steps |",
               "|---|---|---|---|---|"]
     for lv, e in result["experts"].items():

@@ -192,6 +192,10 @@ def test_tiny_peg_study_runs_through_the_cli(tmp_path):
     assert {(r["level"], r["m"]) for r in result["runs"]} == {(lv, m) for lv in ("informed", "region-4mm", "blind")
                                                               for m in (1, 2)}
     assert (tmp_path / "report.md").exists() and (tmp_path / "demos" / "blind_seed0.npz").exists()
+    # students' contact forces on the held-out holes: every episode's peak, pooled per cell, in the report
+    assert all(len(r["heldout_peak_force"]) == 8 and min(r["heldout_peak_force"]) >= 0 for r in result["runs"])
+    assert all(0 <= c["heldout_peak_force"] <= c["heldout_peak_force_max"] for c in result["summary"]["table"])
+    assert "peak wrist force" in (tmp_path / "report.md").read_text()
 
 
 def test_dagger_follows_its_beta_schedule():
