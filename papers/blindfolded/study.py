@@ -244,10 +244,21 @@ def run_study(cfg: StudyConfig, out: str | Path, log: Callable[[str], None] = pr
     return result
 
 
+def _config_differences(a: dict, b: dict) -> list[str]:
+    """The settings two study configs differ in, seeds and parallelism aside (keys only one side has, e.g.
+    a field added since, are not compared)."""
+    ignore = {"seed", "seeds", "workers", "threads"}
+    out = [k for k in a.keys() & b.keys() - ignore if not isinstance(a[k], dict) and a[k] != b[k]]
+    domain = a.get("domain")
+    if domain in a and domain in b:
+        out += [f"{domain}.{k}" for k in a[domain].keys() & b[domain].keys() if a[domain][k] != b[domain][k]]
+    return sorted(out)
+
+
 def merge_studies(sources: list[str | Path], out: str | Path, log: Callable[[str], None] = print) -> dict:
     """One study from several runs of the same configuration on different seeds (e.g. one seed per machine
     or per evening): their runs pooled, summarized and reported as one (the experts and the random policy
-    from the first). Refuses runs of another domain, scale, level set or m values, or overlapping seeds."""
+    from the first). Refuses runs of another configuration (seeds and parallelism aside) or overlapping seeds."""
     from .config import for_scale
 
     results = []
@@ -258,12 +269,12 @@ def merge_studies(sources: list[str | Path], out: str | Path, log: Callable[[str
         except (OSError, ValueError) as e:
             raise ValueError(f"{path}: not a study's results ({e})") from None
     first = results[0]
-    key = lambda r: (r["config"]["domain"], r["config"]["scale"], list(r["information_bits"]),  # noqa: E731
-                     r["config"]["m_values"])
     seen: set[int] = set()
     for src, r in zip(sources, results):
-        if key(r) != key(first):
-            raise ValueError(f"{src}: another study (domain, scale, levels, m) than {sources[0]}: {key(r)} vs {key(first)}")
+        differ = _config_differences(first["config"], r["config"]) or (
+            ["levels"] if list(r["information_bits"]) != list(first["information_bits"]) else [])
+        if differ:
+            raise ValueError(f"{src}: another configuration than {sources[0]} ({', '.join(differ)} differ)")
         seeds = {run["seed"] for run in r["runs"]}
         if seeds & seen:
             raise ValueError(f"{src}: seed(s) {sorted(seeds & seen)} already in an earlier run")

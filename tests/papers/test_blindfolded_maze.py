@@ -282,6 +282,10 @@ def test_study_workers_reproduce_the_sequential_study_and_runs_merge(tmp_path):
     assert "pooled from" in (tmp_path / "merged" / "report.md").read_text()
     with pytest.raises(ValueError, match="already in an earlier run"):
         merge_studies([tmp_path / "w1", tmp_path / "w2"], tmp_path / "bad", log=lambda s: None)
+    cfg.seed, cfg.heldout = 5, 3
+    run_study(cfg, tmp_path / "s5", log=lambda s: None)
+    with pytest.raises(ValueError, match="heldout differ"):
+        merge_studies([tmp_path / "w1", tmp_path / "s5"], tmp_path / "bad", log=lambda s: None)
     with pytest.raises(ValueError, match="not a study"):
         merge_studies([tmp_path / "w1", tmp_path / "nothing"], tmp_path / "bad", log=lambda s: None)
 
