@@ -79,23 +79,8 @@ def tree_digest(root) -> dict[str, str]:
 
 # -- on loopback DDS against robot-sim -------------------------------------------------------------------
 
-def connected_driver():
-    """A fresh start: robot-sim reset to its braked default pose, a new driver with the peg arm's default
-    supervisor (its wrist-force limit and workspace box), a short ramp. The state watchdog is 1 s rather
-    than 0.1 s: on a loaded 2-core machine robot-sim's process was descheduled for up to 0.49 s (the
-    watchdog's own trip is tested in tests/hardware)."""
-    from embody.hardware.arms.sim import ArmCodec, PegArmDriver
-    from embody.hardware.robot_sim import sim_control
-    from embody.hardware.supervisor import SafetySupervisor
-
-    sim_control(DOMAIN, "lo", reset=True)
-    time.sleep(0.2)
-    runner = T.TeleopTask(CONFIG, SEED)
-    driver = PegArmDriver(iface="lo", domain=DOMAIN, robot=runner.robot)
-    config = dataclasses.replace(ArmCodec(7).supervisor_config(), ramp_s=0.5, watchdog_s=1.0)
-    driver.supervisor = SafetySupervisor(runner.robot, config)
-    driver.connect(timeout_s=10.0)
-    return driver
+def connected_driver(connect):
+    return connect(T.TeleopTask(CONFIG, SEED).robot)
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +94,7 @@ def recorded(peg_robot_sim, tmp_path_factory):
                    key(pygame.KEYDOWN, pygame.K_f)]}  # episode 1: down until the task's success test
     human, view = ScriptedHuman(script), io.StringIO()
     t0 = time.monotonic()
-    with connected_driver() as driver:
+    with connected_driver(peg_robot_sim) as driver:
         summary = T.teleoperate(driver, CONFIG, human, episodes=2, out=out, max_steps=200,
                                 display=T.TerminalDisplay(view, interval_s=0.0), **FAST)
     return out, summary, view.getvalue(), time.monotonic() - t0
@@ -164,13 +149,13 @@ def test_recorded_observations_are_the_task_observation_of_the_recorded_states(r
             task.after_step(action)
 
 
-def test_an_aborted_episode_leaves_the_dataset_intact(recorded):
+def test_an_aborted_episode_leaves_the_dataset_intact(recorded, peg_robot_sim):
     from embody.datasets import load
 
     out = recorded[0]
     before = tree_digest(out)
     human = ScriptedHuman({0: [key(pygame.KEYDOWN, pygame.K_f)], 6: [key(pygame.KEYDOWN, pygame.K_ESCAPE)]})
-    with connected_driver() as driver:
+    with connected_driver(peg_robot_sim) as driver:
         summary = T.teleoperate(driver, CONFIG, human, episodes=2, out=out, region=T.Region((0.0, 0.0), 0.004),
                                 display=T.TerminalDisplay(io.StringIO()), **FAST)
     assert summary["aborted"] and summary["episodes"] == [] and summary["fault"] is None
@@ -178,7 +163,7 @@ def test_an_aborted_episode_leaves_the_dataset_intact(recorded):
     assert load(out).num_episodes == 2
 
 
-def test_the_supervisor_is_in_the_loop_for_a_faulty_device(recorded):
+def test_the_supervisor_is_in_the_loop_for_a_faulty_device(recorded, peg_robot_sim):
     """Out-of-range moves are bounded by the task (clipped to [-1, 1]: at most 5 mm of target per tick);
     a NaN move makes a non-finite command, which the supervisor refuses: it damps the arm, the episode
     is dropped, the dataset is untouched."""
@@ -187,7 +172,7 @@ def test_the_supervisor_is_in_the_loop_for_a_faulty_device(recorded):
     out = recorded[0]
     before = tree_digest(out)
     device = FaultyDevice(good_reads=6)
-    with connected_driver() as driver:
+    with connected_driver(peg_robot_sim) as driver:
         summary = T.teleoperate(driver, CONFIG, device, episodes=1, out=out,
                                 display=T.TerminalDisplay(io.StringIO()), **FAST)
         assert summary["fault"] is not None and "non-finite command" in summary["fault"], summary

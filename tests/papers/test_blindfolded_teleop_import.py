@@ -9,10 +9,8 @@ written with the real DatasetWriter.
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import os
-import time
 
 import numpy as np
 import pytest
@@ -53,19 +51,9 @@ class ScriptedDevice:
 DOWN, DONE = (0.0, 0.0, -1.0), (None, ("done",))
 
 
-def record(out, script, episodes, region=None):
-    """teleoperate on a fresh robot-sim (reset, new driver and supervisor, short ramp) with ScriptedDevice(script)."""
-    from embody.hardware.arms.sim import ArmCodec, PegArmDriver
-    from embody.hardware.robot_sim import sim_control
-    from embody.hardware.supervisor import SafetySupervisor
-
-    sim_control(DOMAIN, "lo", reset=True)
-    time.sleep(0.2)
-    runner = T.TeleopTask(CONFIG, SEED)
-    driver = PegArmDriver(iface="lo", domain=DOMAIN, robot=runner.robot)
-    driver.supervisor = SafetySupervisor(runner.robot, dataclasses.replace(ArmCodec(7).supervisor_config(),
-                                                                           ramp_s=0.5, watchdog_s=1.0))
-    driver.connect(timeout_s=10.0)
+def record(connect, out, script, episodes, region=None):
+    """teleoperate on a fresh robot-sim (``connect``: the peg_robot_sim fixture) with ScriptedDevice(script)."""
+    driver = connect(T.TeleopTask(CONFIG, SEED).robot)
     with driver:
         summary = T.teleoperate(driver, CONFIG, ScriptedDevice(script), episodes=episodes, out=out, region=region,
                                 max_steps=200, display=T.TerminalDisplay(io.StringIO()), **FAST)
@@ -80,9 +68,9 @@ def datasets(peg_robot_sim, tmp_path_factory):
     root = tmp_path_factory.mktemp("teleop_import")
     plain, told = root / "plain", root / "told"
     # read 0 of each episode is the one after homing: episode 0's frames are reads 1..5; episode 1 starts at read 7
-    s1 = record(plain, {0: ((1.0, 0.0, 0.0), ()), 6: DONE, 7: (DOWN, ())}, episodes=2)
+    s1 = record(peg_robot_sim, plain, {0: ((1.0, 0.0, 0.0), ()), 6: DONE, 7: (DOWN, ())}, episodes=2)
     assert [e["outcome"] for e in s1["episodes"]] == ["done", "success"], s1
-    s2 = record(told, {0: (DOWN, ())}, episodes=1, region=REGION)
+    s2 = record(peg_robot_sim, told, {0: (DOWN, ())}, episodes=1, region=REGION)
     assert [e["outcome"] for e in s2["episodes"]] == ["success"], s2
     return plain, told
 

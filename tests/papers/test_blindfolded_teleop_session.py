@@ -15,10 +15,8 @@ the start is right above the simulated board's hole, so each episode ends in the
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import os
-import time
 
 import numpy as np
 import pytest
@@ -51,18 +49,8 @@ class HoldDown:
 def test_consecutive_successful_episodes_in_one_session(peg_robot_sim, tmp_path):
     """Three insertions in one session: each homing move lifts the peg out of the hole without a fault."""
     from embody.datasets import load
-    from embody.hardware.arms.sim import ArmCodec, PegArmDriver
-    from embody.hardware.robot_sim import sim_control
-    from embody.hardware.supervisor import SafetySupervisor
 
-    sim_control(DOMAIN, "lo", reset=True)
-    time.sleep(0.2)
-    runner = T.TeleopTask(CONFIG, SEED)
-    driver = PegArmDriver(iface="lo", domain=DOMAIN, robot=runner.robot)
-    # the default supervisor (wrist-force limit, workspace box); a 1 s watchdog for a loaded 2-core machine
-    config = dataclasses.replace(ArmCodec(7).supervisor_config(), ramp_s=0.5, watchdog_s=1.0)
-    driver.supervisor = SafetySupervisor(runner.robot, config)
-    driver.connect(timeout_s=10.0)
+    driver = peg_robot_sim(T.TeleopTask(CONFIG, SEED).robot)
     out = tmp_path / "demos"
     with driver:
         summary = T.teleoperate(driver, CONFIG, HoldDown(), episodes=EPISODES, out=out, max_steps=200,
