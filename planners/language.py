@@ -2,8 +2,8 @@
 
 Two ways to ground an instruction in the scene's objects and a domain's predicates:
 
-* ``llm_goal``: ask an OpenAI-compatible chat endpoint (``ChatClient``, standard library
-  only) for the goal as PDDL, then parse and check every atom against the objects and
+* ``llm_goal``: ask an OpenAI-compatible chat endpoint (``embody.chat.ChatClient``, re-exported
+  here) for the goal as PDDL, then parse and check every atom against the objects and
   predicates. Nothing the model writes reaches the planner unchecked.
 * ``rule_goal``: templated English, no endpoint. Templates produce *concepts* named as in the
   tabletop reference domain (``on``, ``in-drawer``, ...); each concept is then mapped to the
@@ -14,113 +14,18 @@ Two ways to ground an instruction in the scene's objects and a domain's predicat
 
 from __future__ import annotations
 
-import http.client
-import json
-import os
 import re
-import socket
-import urllib.error
-import urllib.request
-from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from .pddl import Atom, PDDLError, Predicate, _check_atom
+from embody.chat import API_KEY_ENV, ChatClient, ChatError, one_line as _one_line  # noqa: F401 (re-exported)
 
-API_KEY_ENV = "EMBODY_LLM_API_KEY"
+from .pddl import Atom, PDDLError, Predicate, _check_atom
 
 Resolve = Callable[[str, int], "str | None"]  # (concept, arity) -> predicate name, or None
 
 
 class LanguageError(ValueError):
     """The instruction could not be turned into a valid goal, or the LLM endpoint failed."""
-
-
-# ---------------------------------------------------------------- the chat client
-
-
-def _one_line(text: str, n: int = 300) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= n else text[:n] + "..."
-
-
-@dataclass(frozen=True)
-class ChatClient:
-    """An OpenAI-compatible chat-completions client (``POST {base_url}/chat/completions``).
-
-    ``base_url`` is the API root, e.g. ``http://127.0.0.1:8000/v1``. ``api_key`` is sent as
-    ``Authorization: Bearer``; when not given it is read from ``$EMBODY_LLM_API_KEY`` (unset:
-    no header, as local servers expect). ``timeout_s`` bounds connecting and each read. A
-    connection reset before any answer is retried once (servers drop idle keep-alive
-    sockets); every other failure raises ``LanguageError`` at once. Proxies follow the usual
-    ``*_proxy`` environment variables, as everywhere in urllib.
-    """
-
-    base_url: str
-    model: str
-    api_key: str | None = field(default=None, repr=False)  # never in logs
-    timeout_s: float = 30.0
-
-    def __post_init__(self) -> None:
-        if self.api_key is None:
-            object.__setattr__(self, "api_key", os.environ.get(API_KEY_ENV) or None)
-
-    @property
-    def url(self) -> str:
-        return self.base_url.rstrip("/") + "/chat/completions"
-
-    def chat(self, messages: Sequence[dict]) -> str:
-        """The first choice's message content for ``messages`` (``[{"role", "content"}, ...]``), temperature 0."""
-        body = json.dumps({"model": self.model, "messages": list(messages), "temperature": 0}).encode()
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        try:
-            text = self._post(body, headers)
-        except ConnectionResetError:
-            try:
-                text = self._post(body, headers)  # the one retry (see the class doc)
-            except ConnectionResetError:
-                raise LanguageError(f"LLM endpoint {self.url} closed the connection twice without answering") from None
-        return self._content(text)
-
-    def _post(self, body: bytes, headers: dict) -> str:
-        request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                return response.read().decode("utf-8", errors="replace")
-        except urllib.error.HTTPError as e:  # before URLError: it is one
-            detail = e.read().decode("utf-8", errors="replace") if e.fp else ""
-            raise LanguageError(f"LLM endpoint {self.url} answered HTTP {e.code} {e.reason}: "
-                                f"{_one_line(detail) or '(empty body)'}") from None
-        except urllib.error.URLError as e:
-            raise self._network_error(e.reason) from e
-        except ConnectionResetError:  # http.client.RemoteDisconnected too: retried once by chat()
-            raise
-        except (OSError, http.client.HTTPException) as e:  # timeouts and resets while reading the body
-            raise self._network_error(e) from e
-
-    def _network_error(self, reason) -> Exception:
-        if isinstance(reason, (socket.timeout, TimeoutError)):
-            return LanguageError(f"LLM endpoint {self.url} did not answer within timeout_s={self.timeout_s:g} s")
-        if isinstance(reason, ConnectionResetError):
-            return reason  # retried once by chat()
-        if isinstance(reason, ConnectionRefusedError):
-            return LanguageError(f"cannot reach LLM endpoint {self.url}: connection refused (is the server running?)")
-        return LanguageError(f"cannot reach LLM endpoint {self.url}: {_one_line(reason)}")
-
-    def _content(self, text: str) -> str:
-        try:
-            reply = json.loads(text)
-        except json.JSONDecodeError:
-            raise LanguageError(f"LLM endpoint {self.url} answered malformed JSON: {_one_line(text)!r}") from None
-        try:
-            content = reply["choices"][0]["message"]["content"]
-        except (KeyError, IndexError, TypeError):
-            content = None
-        if not isinstance(content, str):
-            raise LanguageError(f"LLM endpoint {self.url} answered without choices[0].message.content: "
-                                f"{_one_line(text)}")
-        return content
 
 
 # ---------------------------------------------------------------- LLM goals
@@ -235,8 +140,13 @@ def _checked(atom: Atom, predicates: Sequence[Predicate], objects: dict[str, str
 
 def llm_goal(instruction: str, objects: dict[str, str], predicates: Sequence[Predicate],
              client: ChatClient) -> frozenset[Atom]:
-    """Ask ``client`` for the goal of ``instruction`` and check it (``parse_goal``)."""
-    return parse_goal(client.chat(goal_messages(instruction, objects, predicates)), objects, predicates)
+    """Ask ``client`` for the goal of ``instruction`` and check it (``parse_goal``); an endpoint
+    failure (``ChatError``) is raised as a ``LanguageError``, the one error of this module."""
+    try:
+        reply = client.chat(goal_messages(instruction, objects, predicates))
+    except ChatError as e:
+        raise LanguageError(str(e)) from e
+    return parse_goal(reply, objects, predicates)
 
 
 # ---------------------------------------------------------------- rule-based goals

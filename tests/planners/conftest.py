@@ -3,17 +3,12 @@ and an OpenAI-compatible chat server on loopback."""
 
 from __future__ import annotations
 
-import json
-import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 pytest.importorskip("unified_planning")  # every test here parses or plans through unified-planning
 
+from embody.chat import API_KEY_ENV, LoopbackChatServer  # noqa: E402
 from embody.planners.learn import Step, Trace  # noqa: E402
-from embody.planners.language import API_KEY_ENV  # noqa: E402
 from embody.planners.pddl import Atom, Domain, Operator, Predicate, Problem  # noqa: E402
 
 B = "block"
@@ -116,63 +111,9 @@ def blocks():
 # ---------------------------------------------------------------- an OpenAI-compatible stand-in
 
 
-def _completion(content: str) -> bytes:
-    return json.dumps({"id": "x", "object": "chat.completion", "model": "stub",
-                       "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                    "finish_reason": "stop"}]}).encode()
-
-
-class Stub:
-    """Records each request (path, headers, JSON body) and answers with the next scripted reply:
-    ``(status, body, delay_s)``, or ``"drop"`` to close the connection without answering."""
-
-    completion = staticmethod(_completion)  # a chat.completion body holding ``content``
-
-    def __init__(self):
-        self.requests: list[dict] = []
-        self.replies: list = []
-        self.release = threading.Event()  # ends delayed replies at teardown
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                stub.requests.append({"path": self.path, "headers": dict(self.headers), "body": json.loads(body)})
-                reply = stub.replies.pop(0) if stub.replies else (200, _completion("(and)"), 0)
-                if reply == "drop":
-                    self.close_connection = True
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                    return
-                status, data, delay = reply
-                if delay:
-                    stub.release.wait(delay)
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.server.handle_error = lambda *a: None  # a client that timed out breaks the pipe: expected
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)  # quick shutdown
-        self.thread.start()
-
-    def close(self):
-        self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
 def stub(monkeypatch):
-    for var in ("no_proxy", "NO_PROXY"):  # a proxy in the environment must not catch loopback
-        monkeypatch.setenv(var, "*")
+    """``embody.chat.LoopbackChatServer``; unscripted requests get the empty goal ``(and)``."""
     monkeypatch.delenv(API_KEY_ENV, raising=False)
-    s = Stub()
-    yield s
-    s.close()
+    with LoopbackChatServer(default="(and)") as server:
+        yield server
