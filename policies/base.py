@@ -24,7 +24,12 @@ class Policy(Protocol):
 
 
 class RandomPolicy:
-    """Uniform random actions in [-1, 1]: the baseline a learned policy is compared against."""
+    """Uniform random actions in [-1, 1]: the baseline a learned policy is compared against.
+
+    obs (n, o) → action (n, a), float32, drawn from its own ``torch.Generator`` seeded with
+    ``seed``: the same seed gives the same actions, whatever else uses torch's global RNG, so a
+    study's random baseline is reproducible. ``deterministic`` is ignored (it is the baseline).
+    """
 
     def __init__(self, obs_size: int, action_size: int, seed: int = 0):
         self.obs_size, self.action_size = obs_size, action_size

@@ -45,6 +45,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
+from embody.policies.base import RandomPolicy
 from embody.policies.bc import BCConfig, train_bc
 from embody.policies.datasets import Demonstrations
 from embody.policies.recurrent import RecurrentActorCritic, RecurrentConfig
@@ -500,21 +501,6 @@ class ZeroPolicy:
         pass
 
 
-class RandomPolicy:
-    """Uniformly random actions in [-1, 1]³ (the study's random baseline), seeded."""
-
-    obs_size, action_size = OBS_SIZE, 3
-
-    def __init__(self, seed: int = 0):
-        self.gen = torch.Generator().manual_seed(seed)
-
-    def act(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
-        return torch.rand(obs.shape[0], 3, generator=self.gen) * 2 - 1
-
-    def reset(self, env_ids=None) -> None:
-        pass
-
-
 # -- deployable run directory ------------------------------------------------------------------------
 def train_config(config: PegInsertConfig | None = None, seed: int = 0):
     """The TrainConfig of the plain ``peg-insert`` env a student was cloned on (the hole-queue
@@ -659,7 +645,7 @@ class PegDomain:
                         "dagger": policy.dagger, "time_s": time.perf_counter() - start}
 
     def evaluate(self, policy, task_ids, seed: int = 0) -> PegRollouts:
-        ep = self._run(RandomPolicy(seed) if policy is None else policy, list(task_ids), False, seed)
+        ep = self._run(RandomPolicy(OBS_SIZE, 3, seed) if policy is None else policy, list(task_ids), False, seed)
         return PegRollouts(ep.success, ep.length, ep.peak_force)
 
     def save_policy(self, policy, path, meta: dict | None = None):

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from embody.config import ConfigError
+from embody.policies.base import RandomPolicy
 from embody.policies.evaluate import evaluate
 from embody.robots.peg_arm.kinematics import DOWN
 from embody.sims import SIMULATORS, installed_simulators
@@ -41,17 +42,6 @@ class Oracle:
         pass
 
 
-class Random:
-    def __init__(self, a):
-        self.a, self.rng = a, np.random.default_rng(0)
-
-    def act(self, obs, deterministic=True):
-        return torch.as_tensor(self.rng.uniform(-1, 1, (len(obs), self.a)))
-
-    def reset(self, env_ids=None):
-        pass
-
-
 # -- arm-reach --------------------------------------------------------------------------------
 def test_arm_reach_holds_still_and_tares_the_wrench():
     env = make_env("arm-reach", n_envs=2, seed=0)
@@ -75,7 +65,7 @@ def test_arm_reach_holds_still_and_tares_the_wrench():
 def test_arm_reach_success_semantics_and_oracle():
     env = make_env("arm-reach", n_envs=8, seed=1)
     oracle = evaluate(env, Oracle(env), 8)
-    rand = evaluate(make_env("arm-reach", n_envs=8, seed=1), Random(7), 8)
+    rand = evaluate(make_env("arm-reach", n_envs=8, seed=1), RandomPolicy(33, 7), 8)
     assert oracle.summary()["success_rate"] == 1.0  # every target is reachable within the actions
     assert rand.summary()["success_rate"] <= 0.25
     assert np.mean(oracle.returns) > np.mean(rand.returns) + 30
@@ -210,6 +200,6 @@ def test_ppo_learns_arm_reach(tmp_path):
     cfg.video, cfg.eval_episodes = False, 16
     summary = train(cfg, tmp_path / "run")
     env = make_env("arm-reach", n_envs=16, seed=12345)  # the evaluation's envs and seed
-    random = evaluate(env, Random(7), 16).summary()
+    random = evaluate(env, RandomPolicy(33, 7), 16).summary()
     env.close()
     assert summary["return_mean"] > random["return_mean"] + 20, (summary, random)
