@@ -14,13 +14,14 @@ import json
 import math
 import time
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 from embody.files import write_atomic
-from embody.progress import Progress
+from embody.jobs import JobStore, grid, pool, read_store, run_jobs
 from embody.stats import bootstrap_ci
 
 from . import demos as demo_io
@@ -175,8 +176,7 @@ def summarize(cfg: StudyConfig, runs: list[dict], info: dict[str, float]) -> dic
             "verdict": verdict, "verdict_text": text}
 
 
-def run_level(cfg: StudyConfig, out: Path, seed: int, level: str,
-              on_cell: Callable[[dict], None] = lambda cell: None) -> list[dict]:
+def run_level(cfg: StudyConfig, out: Path, seed: int, level: str) -> list[dict]:
     """One replicate and level: the expert's demonstrations, then a clone per m, trained and evaluated."""
     import torch
 
@@ -189,16 +189,33 @@ def run_level(cfg: StudyConfig, out: Path, seed: int, level: str,
         policy, bc_info = train_on(cfg, domain, first_tasks(demos, m), seed)
         cell = evaluate_cell(cfg, domain, policy, cfg.train_tasks(seed, m), seed)
         cells.append({"level": level, "m": m, "seed": seed, "I_bits": bits, "bc": bc_info, **cell})
-        on_cell(cells[-1])
     return cells
 
 
+def level_job(cfg: StudyConfig, out: Path, params: dict) -> list[dict]:
+    """The job of one (seed, level): ``run_level``'s cells (a module-level function: spawned workers import it)."""
+    return run_level(cfg, out, params["seed"], params["level"])
+
+
+def fingerprint(config: dict) -> dict:
+    """What a (seed, level) job's cells depend on: the study config (``asdict``) less the seeds (each job
+    carries its own; the BC seed is set to it), parallelism and the sub-config of the domain not studied."""
+    other = {"maze", "peg"} - {config["domain"]}
+    fp = {k: v for k, v in config.items() if k not in {"seed", "seeds", "workers", "threads", *other}}
+    if isinstance(fp.get("bc"), dict):
+        fp["bc"] = {k: v for k, v in fp["bc"].items() if k != "seed"}  # train_on uses the replicate's seed
+    return fp
+
+
 def run_study(cfg: StudyConfig, out: str | Path, log: Callable[[str], None] = print) -> dict:
+    """The whole study in ``out``; each (seed, level) job's cells kept in ``out/jobs`` as it finishes
+    (embody.jobs), so rerunning an interrupted study on the same ``out`` resumes it."""
     import torch
 
     torch.set_num_threads(cfg.threads)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    store = JobStore(out, fingerprint(asdict(cfg)))  # refuses a folder of another configuration before any work
     t0 = time.perf_counter()
     domain = get_domain(cfg)
     levels = domain.levels()
@@ -211,29 +228,10 @@ def run_study(cfg: StudyConfig, out: str | Path, log: Callable[[str], None] = pr
     baseline = {"heldout_success": float(rnd.success.mean()), "heldout_steps": float(rnd.steps.mean())}
     log("blindfolded: I (bits) " + ", ".join(f"{k} {v:.2f}" for k, v in info.items()) +
         f"; random policy held-out success {baseline['heldout_success']:.2f}")
-    seeds = [cfg.seed + r for r in range(cfg.seeds)]
-    jobs = [(seed, lv) for seed in seeds for lv in levels]
-    progress = Progress(len(jobs) * len(cfg.m_values), "blindfolded study", unit="runs")
-    runs: list[dict] = []
-
-    def done(cells: list[dict]) -> None:
-        runs.extend(cells)
-        c = cells[-1]
-        progress.update(len(runs), level=c["level"], m=c["m"], heldout=c["heldout_success"], train=c["train_success"])
-
-    if cfg.workers > 1:  # (seed, level) jobs in parallel processes; results identical to the sequential run
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-
-        with ProcessPoolExecutor(cfg.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            for future in as_completed([pool.submit(run_level, cfg, out, seed, lv) for seed, lv in jobs]):
-                done(future.result())
-        order = {job: i for i, job in enumerate(jobs)}
-        runs.sort(key=lambda r: (order[r["seed"], r["level"]], cfg.m_values.index(r["m"])))
-    else:
-        for seed, lv in jobs:
-            run_level(cfg, out, seed, lv, lambda cell: done([cell]))
-    progress.close()
+    jobs = grid({"level": levels}, [cfg.seed + r for r in range(cfg.seeds)])
+    cells = run_jobs(partial(level_job, cfg, out), jobs, store, workers=cfg.workers, label="blindfolded study",
+                     log=log, metrics=lambda c: {"heldout": c[-1]["heldout_success"], "train": c[-1]["train_success"]})
+    runs = [cell for job in jobs for cell in cells[job.name]]  # (seed, level, m) order, however they finished
     summary = summarize(cfg, runs, info)
     result = {"config": asdict(cfg), "information_bits": info, "experts": experts, "random_policy": baseline,
               "summary": summary, "runs": runs, "time_s": round(time.perf_counter() - t0, 1)}
@@ -244,15 +242,15 @@ def run_study(cfg: StudyConfig, out: str | Path, log: Callable[[str], None] = pr
     return result
 
 
-def _config_differences(a: dict, b: dict) -> list[str]:
-    """The settings two study configs differ in, seeds and parallelism aside (keys only one side has, e.g.
-    a field added since, are not compared)."""
-    ignore = {"seed", "seeds", "workers", "threads"}
-    out = [k for k in a.keys() & b.keys() - ignore if not isinstance(a[k], dict) and a[k] != b[k]]
-    domain = a.get("domain")
-    if domain in a and domain in b:
-        out += [f"{domain}.{k}" for k in a[domain].keys() & b[domain].keys() if a[domain][k] != b[domain][k]]
-    return sorted(out)
+def _study_runs(src: Path, result: dict) -> tuple[dict, dict[str, list[dict]]]:
+    """A study folder's fingerprint and cells by job name: from its ``jobs/`` (embody.jobs), or, for a study
+    run before those existed, from its results.json."""
+    if (src / "jobs").is_dir():
+        return read_store(src)
+    cells: dict[str, list[dict]] = {}
+    for run in result["runs"]:
+        cells.setdefault(f"seed{run['seed']}-{run['level']}", []).append(run)
+    return fingerprint(result["config"]), cells
 
 
 def merge_studies(sources: list[str | Path], out: str | Path, log: Callable[[str], None] = print) -> dict:
@@ -269,20 +267,14 @@ def merge_studies(sources: list[str | Path], out: str | Path, log: Callable[[str
         except (OSError, ValueError) as e:
             raise ValueError(f"{path}: not a study's results ({e})") from None
     first = results[0]
-    seen: set[int] = set()
-    for src, r in zip(sources, results):
-        differ = _config_differences(first["config"], r["config"]) or (
-            ["levels"] if list(r["information_bits"]) != list(first["information_bits"]) else [])
-        if differ:
-            raise ValueError(f"{src}: another configuration than {sources[0]} ({', '.join(differ)} differ)")
-        seeds = {run["seed"] for run in r["runs"]}
-        if seeds & seen:
-            raise ValueError(f"{src}: seed(s) {sorted(seeds & seen)} already in an earlier run")
-        seen |= seeds
+    _, pooled = pool([(str(src), *_study_runs(Path(src), r)) for src, r in zip(sources, results)])
     c = first["config"]
+    levels = list(first["information_bits"])
+    runs = sorted((run for cells in pooled.values() for run in cells),  # the order run_study gives its runs
+                  key=lambda r: (r["seed"], levels.index(r["level"]), c["m_values"].index(r["m"])))
+    seen = sorted({run["seed"] for run in runs})
     cfg = for_scale(c["scale"], min(seen), c["domain"])
     cfg.seeds, cfg.m_values, cfg.heldout, cfg.bootstrap = len(seen), c["m_values"], c["heldout"], c["bootstrap"]
-    runs = [run for r in results for run in r["runs"]]
     summary = summarize(cfg, runs, first["information_bits"])
     result = {**first, "config": {**c, "seed": min(seen), "seeds": len(seen)}, "summary": summary, "runs": runs,
               "time_s": round(sum(r["time_s"] for r in results), 1), "merged_from": [str(s) for s in sources]}
@@ -291,7 +283,7 @@ def merge_studies(sources: list[str | Path], out: str | Path, log: Callable[[str
     write_atomic(out / "results.json", json.dumps(result, indent=2, default=float))
     write_report(result, out)
     log(f"blindfolded: {summary['verdict_text']}")
-    log(f"blindfolded: {out / 'report.md'} ({len(sources)} runs, seeds {sorted(seen)})")
+    log(f"blindfolded: {out / 'report.md'} ({len(sources)} runs, seeds {seen})")
     return result
 
 

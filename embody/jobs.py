@@ -1,0 +1,206 @@
+"""Independent jobs (a grid of configs × seeds) run on a backend, each result kept the moment it finishes.
+
+On disk, a study folder ``root`` holds one file per finished job, written atomically (never half a file)::
+
+    root/jobs/<job name>.json   {"name": str, "params": {...}, "fingerprint": {...}, "result": <JSON>}
+
+``fingerprint`` is the study's configuration minus what does not change a job's result (worker count,
+the seeds the jobs carry themselves). Rerunning a study on the same folder skips the jobs found there
+(resume after an interruption); a folder holding another fingerprint's jobs is refused, naming the
+keys that differ, so one folder never mixes configurations. ``merge_stores`` pools folders run apart
+(e.g. seeds on different machines). Backends are registered by name in ``BACKENDS``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Protocol
+
+from embody.files import write_atomic
+from embody.progress import Progress
+from embody.registry import Registry
+
+_SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._=+-]*")
+
+
+class StoreConflict(ValueError):
+    """Job results that must not be pooled: another configuration's, or the same job twice."""
+
+    exit_code = 2  # embody.exits.INPUT: the command prints one line, no traceback
+
+
+@dataclass(frozen=True)
+class Job:
+    """``name``: unique in its study and filesystem-safe (e.g. "seed0-informed"); ``params``: JSON-able, passed to the job fn."""
+
+    name: str
+    params: dict = field(hash=False)
+
+    def __post_init__(self):
+        if not _SAFE.fullmatch(self.name):
+            raise ValueError(f"job name {self.name!r} is not filesystem-safe (letters, digits, . _ = + -)")
+
+
+def grid(axes: dict[str, list], seeds: list[int]) -> list[Job]:
+    """One job per seed × combination of axis values, seed-major; name "seed<s>-<value>-...", params {"seed", *axes}."""
+    jobs = []
+    for seed in seeds:
+        for values in itertools.product(*axes.values()):
+            name = "-".join([f"seed{seed}", *(re.sub(r"[^A-Za-z0-9._=+-]", "_", str(v)) for v in values)])
+            jobs.append(Job(name, {"seed": seed, **dict(zip(axes, values))}))
+    _check_unique(jobs)
+    return jobs
+
+
+def differences(a: dict, b: dict, ignore: set[str] = frozenset(), prefix: str = "") -> list[str]:
+    """Dotted keys whose values differ, nested dicts compared key by key; keys only one side has (a
+    field added since, with its old behaviour as default) and ``ignore``d ones (full dotted key) aside."""
+    out = []
+    for k in sorted(a.keys() & b.keys()):
+        key = prefix + str(k)
+        if key in ignore:
+            continue
+        if isinstance(a[k], dict) and isinstance(b[k], dict):
+            out += differences(a[k], b[k], ignore, key + ".")
+        elif a[k] != b[k]:
+            out.append(key)
+    return out
+
+
+def read_store(root: str | Path) -> tuple[dict | None, dict[str, Any]]:
+    """The fingerprint (None: no job yet) and results by job name under ``root/jobs``; one fingerprint only."""
+    fingerprint, results = None, {}
+    for path in sorted((Path(root) / "jobs").glob("[!.]*.json")):  # write_atomic's temporaries start with "."
+        try:
+            rec = json.loads(path.read_text())
+        except ValueError as e:
+            raise ValueError(f"{path}: not a job's result ({e})") from None
+        if fingerprint is not None and (keys := differences(fingerprint, rec["fingerprint"])):
+            raise StoreConflict(f"{root}: job files of different configurations ({', '.join(keys)} differ)")
+        fingerprint, results[rec["name"]] = rec["fingerprint"], rec["result"]
+    return fingerprint, results
+
+
+class JobStore:
+    """Finished jobs of one configuration (``fingerprint``) under ``root/jobs``; see the module docstring."""
+
+    def __init__(self, root: str | Path, fingerprint: dict):
+        self.root, self.fingerprint = Path(root), json.loads(json.dumps(fingerprint, default=_plain))
+        stored, self.results = read_store(self.root)
+        if stored is not None and (keys := differences(stored, self.fingerprint)):
+            raise StoreConflict(f"{self.root} holds jobs of another configuration ({', '.join(keys)} differ): "
+                             "rerun with the same settings to resume, or use another folder")
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.results
+
+    def put(self, job: Job, result: Any) -> Any:
+        """Write the job's result; returns it as it reads back (tuples as lists...), as a resumed run sees it."""
+        rec = {"name": job.name, "params": job.params, "fingerprint": self.fingerprint, "result": result}
+        text = json.dumps(rec, indent=1, default=_plain)
+        write_atomic(self.root / "jobs" / f"{job.name}.json", text)
+        self.results[job.name] = json.loads(text)["result"]
+        return self.results[job.name]
+
+
+class Backend(Protocol):
+    def run(self, fn: Callable[[dict], Any], jobs: list[Job]) -> Iterator[tuple[Job, Any]]:
+        """``fn(job.params)`` for every job; yields (job, result) as each completes, in any order."""
+
+
+@dataclass
+class LocalBackend:
+    """This machine: in this process when ``workers`` == 1, else that many "spawn" processes (``fn`` must be
+    importable: a module-level function, or a functools.partial of one)."""
+
+    workers: int = 1
+
+    def run(self, fn: Callable[[dict], Any], jobs: list[Job]) -> Iterator[tuple[Job, Any]]:
+        if self.workers <= 1:
+            for job in jobs:
+                yield job, fn(job.params)
+            return
+        if not jobs:
+            return
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        ctx = multiprocessing.get_context("spawn")  # fork would copy torch's threads and locks
+        with ProcessPoolExecutor(min(self.workers, len(jobs)), mp_context=ctx) as pool:
+            futures = {pool.submit(fn, job.params): job for job in jobs}
+            try:
+                for future in as_completed(futures):
+                    yield futures[future], future.result()
+            finally:  # a failed job or an interrupt: don't wait for the queued jobs
+                for future in futures:
+                    future.cancel()
+
+
+BACKENDS: Registry[type] = Registry("job backend")
+BACKENDS.register("local", "embody.jobs:LocalBackend")
+
+
+def run_jobs(fn: Callable[[dict], Any], jobs: list[Job], store: JobStore, backend: str | Backend | None = None,
+             workers: int = 1, label: str = "jobs", log: Callable[[str], None] = print,
+             metrics: Callable[[Any], dict] | None = None) -> dict[str, Any]:
+    """``fn(job.params)`` for every job not already in ``store``, each result stored as it finishes; all results
+    by job name, in ``jobs``' order. ``backend``: a Backend or a BACKENDS name (default "local"), made with
+    ``workers``; ``metrics(result)``: what the progress line shows of the last finished job."""
+    _check_unique(jobs)
+    if backend is None:
+        backend = LocalBackend(workers)
+    elif isinstance(backend, str):
+        backend = BACKENDS.get(backend)(workers=workers)
+    results = {job.name: store.results[job.name] for job in jobs if job.name in store}
+    todo = [job for job in jobs if job.name not in results]
+    if results:
+        log(f"{label}: resuming: {len(results)} of {len(jobs)} jobs already in {store.root / 'jobs'}, "
+            f"{len(todo)} to run")
+    progress = Progress(len(jobs), label, unit="jobs")
+    progress.update(len(results))
+    for job, result in backend.run(fn, todo):
+        results[job.name] = store.put(job, result)
+        progress.update(len(results), job=job.name, **(metrics(results[job.name]) if metrics else {}))
+    progress.close()
+    return {job.name: results[job.name] for job in jobs}
+
+
+def pool(parts: list[tuple[str, dict | None, dict[str, Any]]], ignore: set[str] = frozenset()) -> tuple[dict, dict]:
+    """(label, fingerprint, results by name) of several runs pooled: the first's fingerprint and every result.
+    Refuses another fingerprint (``ignore``d keys aside) and a job name in two runs."""
+    first = next((p for p in parts if p[1] is not None), ("", {}, {}))
+    merged: dict[str, Any] = {}
+    source: dict[str, str] = {}
+    for label, fingerprint, results in parts:
+        if fingerprint is not None and (keys := differences(first[1], fingerprint, ignore)):
+            raise StoreConflict(f"{label}: another configuration than {first[0]} ({', '.join(keys)} differ)")
+        if again := sorted(results.keys() & merged.keys()):
+            raise StoreConflict(f"{label}: job(s) {', '.join(again)} already in an earlier run ({source[again[0]]})")
+        merged.update(results)
+        source.update(dict.fromkeys(results, label))
+    return first[1], merged
+
+
+def merge_stores(roots: list[str | Path], ignore: set[str] = frozenset()) -> tuple[dict, dict[str, Any]]:
+    """The jobs of several study folders pooled (see ``pool``), e.g. seeds run on different machines."""
+    parts = [(str(root), *read_store(root)) for root in roots]
+    if empty := [label for label, _, results in parts if not results]:
+        raise ValueError(f"{empty[0]}: no job results (jobs/*.json) there")
+    return pool(parts, ignore)
+
+
+def _check_unique(jobs: list[Job]) -> None:
+    if dupes := sorted(n for n, k in Counter(job.name for job in jobs).items() if k > 1):
+        raise ValueError(f"job names must be unique; repeated: {', '.join(dupes)}")
+
+
+def _plain(x):
+    """numpy scalars and arrays as JSON (without importing numpy); anything else is not a JSON result."""
+    if hasattr(x, "tolist"):
+        return x.tolist()
+    raise TypeError(f"a job's result must be JSON, not {type(x).__name__}")

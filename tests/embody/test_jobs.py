@@ -1,0 +1,111 @@
+"""embody.jobs: serial and process backends agree, results in job order, resume, fingerprints, merging, and a
+study killed mid-run that resumes to the uninterrupted results."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from embody.jobs import BACKENDS, Job, JobStore, LocalBackend, grid, merge_stores, run_jobs
+
+FP = {"scale": "tiny", "lr": 0.1, "net": {"hidden": 8}}
+
+
+def square(params: dict) -> dict:
+    """A job: deterministic numbers from its params; counts its calls in $JOBS_TEST_CALLS when set."""
+    if calls := os.environ.get("JOBS_TEST_CALLS"):
+        (Path(calls) / f"{params['seed']}-{params['x']}-{uuid.uuid4().hex}").touch()
+    time.sleep(float(params.get("sleep", 0.0)))
+    return {"y": params["x"] ** 2 + params["seed"] / 10, "pair": (params["seed"], params["x"])}
+
+
+def quiet(s: str) -> None:
+    pass
+
+
+def test_grid_names_and_order():
+    jobs = grid({"level": ["informed", "blind wall"]}, [0, 1])
+    assert [j.name for j in jobs] == ["seed0-informed", "seed0-blind_wall", "seed1-informed", "seed1-blind_wall"]
+    assert jobs[1].params == {"seed": 0, "level": "blind wall"}
+    with pytest.raises(ValueError, match="filesystem-safe"):
+        Job("../x", {})
+    with pytest.raises(ValueError, match="repeated: seed0-a"):
+        run_jobs(square, [Job("seed0-a", {}), Job("seed0-a", {})], JobStore("/nonexistent", FP), log=quiet)
+
+
+def test_serial_and_process_results_agree_in_job_order(tmp_path):
+    jobs = grid({"x": [3, 1, 2]}, [0, 1])
+    jobs[0] = Job(jobs[0].name, {**jobs[0].params, "sleep": 0.5})  # finishes last with 2 workers
+    serial = run_jobs(square, jobs, JobStore(tmp_path / "a", FP), log=quiet)
+    parallel = run_jobs(square, jobs, JobStore(tmp_path / "b", FP), workers=2, log=quiet)
+    assert list(serial) == list(parallel) == [j.name for j in jobs]
+    assert serial == parallel and serial["seed1-2"] == {"y": 4.1, "pair": [1, 2]}  # as JSON reads it back
+    rec = json.loads((tmp_path / "b" / "jobs" / "seed1-2.json").read_text())
+    assert rec == {"name": "seed1-2", "params": {"seed": 1, "x": 2}, "fingerprint": FP, "result": serial["seed1-2"]}
+    assert isinstance(BACKENDS.get("local")(workers=2), LocalBackend)
+
+
+def test_resume_skips_stored_jobs(tmp_path, monkeypatch):
+    calls = tmp_path / "calls"
+    calls.mkdir()
+    monkeypatch.setenv("JOBS_TEST_CALLS", str(calls))
+    jobs = grid({"x": [1, 2, 3]}, [0])
+    first = run_jobs(square, jobs[:2], JobStore(tmp_path / "s", FP), log=quiet)
+    logged = []
+    again = run_jobs(square, jobs, JobStore(tmp_path / "s", FP), log=logged.append)
+    assert len(list(calls.iterdir())) == 3 and {k: again[k] for k in first} == first
+    assert "2 of 3 jobs already in" in logged[0]
+
+
+def test_another_configuration_is_refused_naming_the_keys(tmp_path):
+    run_jobs(square, grid({"x": [1]}, [0]), JobStore(tmp_path, FP), log=quiet)
+    with pytest.raises(ValueError, match=r"another configuration \(lr, net.hidden differ\)") as e:
+        JobStore(tmp_path, {**FP, "lr": 0.2, "net": {"hidden": 16}})
+    assert str(tmp_path) in str(e.value)
+    JobStore(tmp_path, {**FP, "added_since": 1})  # a key only one side has is not compared
+
+
+def test_merge_pools_stores_and_refuses_overlap_and_mismatch(tmp_path):
+    run_jobs(square, grid({"x": [1, 2]}, [0]), JobStore(tmp_path / "s0", {**FP, "seeds": 1}), log=quiet)
+    run_jobs(square, grid({"x": [1, 2]}, [1]), JobStore(tmp_path / "s1", {**FP, "seeds": 2}), log=quiet)
+    fp, results = merge_stores([tmp_path / "s0", tmp_path / "s1"], ignore={"seeds"})
+    assert fp["lr"] == 0.1 and sorted(results) == ["seed0-1", "seed0-2", "seed1-1", "seed1-2"]
+    with pytest.raises(ValueError, match="seeds differ"):
+        merge_stores([tmp_path / "s0", tmp_path / "s1"])
+    with pytest.raises(ValueError, match="seed0-1, seed0-2 already in an earlier run"):
+        merge_stores([tmp_path / "s0", tmp_path / "s0"])
+    with pytest.raises(ValueError, match="no job results"):
+        merge_stores([tmp_path / "s0", tmp_path / "nothing"])
+
+
+STUDY = """
+import sys
+sys.path.insert(0, {here!r})
+from test_jobs import square, quiet
+from embody.jobs import JobStore, grid, run_jobs
+jobs = [j.__class__(j.name, {{**j.params, "sleep": 0.3}}) for j in grid({{"x": [1, 2, 3]}}, [0, 1])]
+run_jobs(square, jobs, JobStore(sys.argv[1], {{"study": "kill"}}), log=quiet)
+"""
+
+
+def test_a_killed_run_resumes_to_the_uninterrupted_results(tmp_path):
+    script = STUDY.format(here=str(Path(__file__).parent))
+    study = [sys.executable, "-c", script]
+    proc = subprocess.Popen(study + [str(tmp_path / "killed")], stderr=subprocess.DEVNULL)
+    jobs_dir, deadline = tmp_path / "killed" / "jobs", time.monotonic() + 60
+    while not list(jobs_dir.glob("*.json")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert 1 <= len(list(jobs_dir.glob("*.json"))) < 6
+    subprocess.run(study + [str(tmp_path / "killed")], check=True, stderr=subprocess.DEVNULL)
+    subprocess.run(study + [str(tmp_path / "whole")], check=True, stderr=subprocess.DEVNULL)
+    killed, whole = (JobStore(tmp_path / name, {"study": "kill"}).results for name in ("killed", "whole"))
+    assert len(whole) == 6 and killed == whole
+    assert sorted(p.name for p in jobs_dir.iterdir()) == sorted(f"{n}.json" for n in whole)  # no temporaries left
