@@ -73,6 +73,7 @@ from pathlib import Path
 
 import numpy as np
 
+from embody import exits
 from embody.extras import require
 
 from . import _storage as st
@@ -106,6 +107,7 @@ _STATS = ("min", "max", "mean", "std", "count")
 
 class DatasetFormatError(ValueError):
     """A dataset file is missing, corrupt or not what the format says; the message names the file."""
+    exit_code = exits.INPUT
 
     def __init__(self, path: str | Path, problem: str):
         self.path, self.problem = str(path), problem

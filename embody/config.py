@@ -15,9 +15,11 @@ from typing import Any, Iterable
 
 import yaml
 
+from embody import exits
+
 
 class ConfigError(ValueError):
-    pass
+    exit_code = exits.INPUT
 
 
 def to_dict(obj: Any) -> Any:

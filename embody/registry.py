@@ -1,7 +1,8 @@
 """String-keyed registries whose entries load lazily ("module:attribute").
 
 Heavy modules (a simulator, a robot's model builder) are imported only when their name is
-asked for, and an unknown name fails with the list of valid ones.
+asked for, and an unknown name fails with the list of valid ones. Plugins (``embody.plugins``) add
+entries; they are loaded before a registry is first read.
 """
 
 from __future__ import annotations
@@ -9,10 +10,14 @@ from __future__ import annotations
 import importlib
 from typing import Generic, TypeVar
 
+from embody import exits
+
 T = TypeVar("T")
 
 
 class UnknownName(KeyError):
+    exit_code = exits.INPUT
+
     def __str__(self) -> str:  # KeyError would print the repr with quotes
         return str(self.args[0])
 
@@ -31,16 +36,24 @@ class Registry(Generic[T]):
         self._extras[name] = extra
 
     def names(self) -> list[str]:
+        _load_plugins()
         return sorted(self._entries)
 
     def extra(self, name: str) -> str | None:
         return self._extras[name]
 
     def get(self, name: str) -> T:
-        if name not in self._entries:
+        if name not in self:
             raise UnknownName(f"unknown {self.kind} {name!r}; valid: {', '.join(self.names())}")
         module, _, attr = self._entries[name].partition(":")
         return getattr(importlib.import_module(module), attr)
 
     def __contains__(self, name: str) -> bool:
+        _load_plugins()
         return name in self._entries
+
+
+def _load_plugins() -> None:
+    from embody import plugins
+
+    plugins.load()

@@ -11,16 +11,19 @@ from dataclasses import dataclass, fields
 from typing import Protocol, runtime_checkable
 
 import numpy as np
-
 from embody.robots import RobotSpec, RobotState
+
+from embody import exits
 
 
 class HardwareError(ValueError):
     """Bad hardware input: an unknown robot or target, a missing network interface, a malformed message."""
+    exit_code = exits.INPUT
 
 
 class RobotConnectionError(ConnectionError):
     """A robot could not be reached in time or stopped answering; the message says which and where."""
+    exit_code = exits.INPUT
 
 
 @dataclass

@@ -1,17 +1,20 @@
-"""``embody plan``: learn, fuse, solve, task, demo, eval.
+"""``embody plan``: learn, fuse, solve, task, demo (UniDomain's plugin adds ``plan eval``).
 
-Exit codes (every subcommand): 0 solved/done, 2 input error (malformed PDDL, traces, library,
-instruction; contradicting domains), 3 unsolvable, 4 timeout, 5 planner not available.
-Plans are written in the IPC format: one ``(action arg ...)`` per line, then ``; cost = N``.
+Exit codes (every subcommand, ``embody.exits``): 0 solved/done, 2 input error (malformed PDDL, traces,
+library, instruction; contradicting domains), 3 unsolvable, 4 timeout, 5 planner not available; the
+errors carry their codes. Plans are written in the IPC format: one ``(action arg ...)`` per line, then
+``; cost = N``.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
 
-EXIT_INPUT, EXIT_UNSOLVABLE, EXIT_TIMEOUT, EXIT_NO_PLANNER = 2, 3, 4, 5
+from embody import exits
+from embody.commands import command, fraction, group, positive_float
 
 
 def _say(*parts) -> None:
@@ -32,7 +35,7 @@ def _write_plan(plan, out: str | None) -> None:
 def _read_problem(path: str, domain, domain_path: str, renames: dict | None = None):
     """A user's problem: read against its own domain file when it names that domain; otherwise
     parsed on its own and translated into the domain's vocabulary."""
-    from embody.planners.pddl import read_text, parse_problem_text, read_problem
+    from embody.planners.pddl import parse_problem_text, read_problem, read_text
     from embody.planners.retrieve import resolve_problem
 
     problem = parse_problem_text(read_text(path), path)
@@ -149,59 +152,48 @@ def _demo(args) -> int:
     report = run_demo(DemoConfig(problem=args.problem, instruction=args.instruction, library=args.library,
                                  video=not args.no_video, perturb=args.perturb), Path(args.out))
     print(json.dumps(report, indent=1))
-    return 0 if report["goal_reached"] else EXIT_UNSOLVABLE
-
-
-def _eval(args) -> int:
-    from embody.papers.unidomain.study import StudyConfig, run_study
-
-    cfg = StudyConfig.for_scale(args.scale, backend=args.backend, tasks=args.tasks, embedder=args.embedder,
-                                execute=args.execute, seed=args.seed, noise=args.noise, min_support=args.min_support)
-    result = run_study(cfg, args.out)
-    print(json.dumps(result["summary"], indent=1))
-    _say(f"report written to {Path(args.out) / 'report.md'}")
-    return 0
+    return exits.OK if report["goal_reached"] else exits.UNSOLVABLE
 
 
 # ---------------------------------------------------------------- parser
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser("plan", help="PDDL planning: learn domains from traces, fuse, solve, plan tasks, demo, eval")
-    ps = p.add_subparsers(dest="plan_command", required=True)
+group("plan", "PDDL planning: learn domains from traces, fuse, solve, plan tasks, demo")
 
-    def common(q, planner=True):
-        q.add_argument("--embedder", default="minilm", choices=("minilm", "lexical"), help="name embeddings")
-        if planner:
-            q.add_argument("--planner", choices=("fast-downward", "fast-downward-opt", "pyperplan"),
-                           help="default: fast-downward, falling back to pyperplan if it cannot run")
-            q.add_argument("--timeout", type=float, default=60.0, help="planning time limit [s]")
 
-    q = ps.add_parser("learn", help="learn atomic domains from trace files (or take PDDL domains) into a library")
+def _common(q: argparse.ArgumentParser, planner: bool = True) -> None:
+    q.add_argument("--embedder", default="minilm", choices=("minilm", "lexical"), help="name embeddings")
+    if planner:
+        q.add_argument("--planner", choices=("fast-downward", "fast-downward-opt", "pyperplan"),
+                       help="default: fast-downward, falling back to pyperplan if it cannot run")
+        q.add_argument("--timeout", type=positive_float, default=60.0, help="planning time limit [s]")
+
+
+def _learn_arguments(q: argparse.ArgumentParser) -> None:
     q.add_argument("traces", nargs="+", help="trace files (JSON, one atomic domain each) or domain .pddl files")
     q.add_argument("--out", required=True, help="library folder")
-    q.add_argument("--min-support", type=float, default=1.0, help="fraction of occurrences a fact needs")
+    q.add_argument("--min-support", type=fraction, default=1.0, help="fraction of occurrences a fact needs")
     q.add_argument("--strict", action="store_true", help="any issue in the traces is an error")
-    common(q, planner=False)
-    q.set_defaults(plan_fn=_learn)
+    _common(q, planner=False)
 
-    q = ps.add_parser("fuse", help="fuse domains into one (unify names, deduplicate operators, causal graph)")
+
+def _fuse_arguments(q: argparse.ArgumentParser) -> None:
     q.add_argument("domains", nargs="+", help="domain .pddl files")
     q.add_argument("--out", required=True, help="fused domain .pddl (the report and rename maps go beside it, .json)")
     q.add_argument("--allow-conflicts", action="store_true", help="keep contradicting operators apart")
     q.add_argument("--no-unify", action="store_true", help="merge identical names only (the naive union)")
-    common(q, planner=False)
-    q.set_defaults(plan_fn=_fuse)
+    _common(q, planner=False)
 
-    q = ps.add_parser("solve", help="plan a problem in a domain")
+
+def _solve_arguments(q: argparse.ArgumentParser) -> None:
     q.add_argument("--domain", required=True)
     q.add_argument("--problem", required=True)
     q.add_argument("--renames", help="a fusion report (.json from plan fuse) to translate the problem's names")
     q.add_argument("--out", help="plan file (default: stdout)")
-    common(q)
-    q.set_defaults(plan_fn=_solve)
+    _common(q)
 
-    q = ps.add_parser("task", help="plan an instruction with domains retrieved from a library")
+
+def _task_arguments(q: argparse.ArgumentParser) -> None:
     q.add_argument("instruction", help='e.g. "put b1 in the drawer" ("" : use the problem\'s goal)')
     q.add_argument("--library", required=True)
     q.add_argument("--problem", required=True, help="objects and initial state (any vocabulary)")
@@ -209,56 +201,23 @@ def add_parser(sub) -> None:
     q.add_argument("--meta-out", help="write the meta-domain here")
     q.add_argument("--llm-url", help="an OpenAI-compatible endpoint (e.g. http://127.0.0.1:8000/v1); default: rules")
     q.add_argument("--llm-model", default="default", help="model name sent to the endpoint")
-    common(q)
-    q.set_defaults(plan_fn=_task)
+    _common(q)
 
-    q = ps.add_parser("demo", help="plan and execute a task in the tabletop scene, re-planning on failure")
+
+def _demo_arguments(q: argparse.ArgumentParser) -> None:
     q.add_argument("--problem", help="a problem in the reference vocabulary (default: the built-in demo)")
     q.add_argument("--instruction", help="the goal as an instruction (rules) instead of the problem's goal")
     q.add_argument("--library", help="plan with domains retrieved from this library (default: the reference domain)")
     q.add_argument("--out", default="runs/plan-demo", help="folder for plan.txt, demo.mp4, report.json")
     q.add_argument("--no-video", action="store_true")
-    q.add_argument("--perturb", metavar="STEP:KIND:OBJ", help="inject a failure after the STEP-th executed step, e.g. 7:drop:b1 "
-                   "(kinds: drop, knock, far, open-drawer, close-drawer)")
-    q.set_defaults(plan_fn=_demo)
-
-    q = ps.add_parser("eval", help="the UniDomain study: learn from demonstrations, plan held-out tasks, report")
-    q.add_argument("--scale", default="tiny", choices=("tiny", "paper"))
-    q.add_argument("--out", default="runs/plan-eval")
-    q.add_argument("--backend", choices=("scene", "symbolic"), help="demonstrations: MuJoCo skills (default) or symbolic")
-    q.add_argument("--tasks", type=int, help="held-out tasks (default: 21 tiny, 42 paper)")
-    q.add_argument("--execute", type=int, help="meta-domain plans to execute in the scene")
-    q.add_argument("--seed", type=int)
-    q.add_argument("--noise", type=float, help="probability that a recorded state misses a fact (default 0)")
-    q.add_argument("--min-support", type=float, help="learning: fraction of occurrences a fact needs (default 1)")
-    q.add_argument("--embedder", default="minilm", choices=("minilm", "lexical"))
-    q.set_defaults(plan_fn=_eval)
-    p.set_defaults(fn=run)
+    q.add_argument("--perturb", metavar="STEP:KIND:OBJ", help="inject a failure after the STEP-th executed step, e.g. "
+                   "7:drop:b1 (kinds: drop, knock, far, open-drawer, close-drawer)")
 
 
-def run(args) -> int:
-    """Run a plan subcommand, mapping failures to the documented exit codes with one-line messages."""
-    from embody.planners.language import LanguageError
-    from embody.planners.learn import LearningError, TraceFormatError
-    from embody.planners.pddl import PDDLError
-    from embody.planners.solve import NoPlan, PlannerUnavailable, PlanTimeout
-    from embody.planners.tabletop.world import SceneError
-
-    where = f"embody plan {args.plan_command}"
-    try:
-        return args.plan_fn(args)
-    except PlanTimeout as e:
-        _say(f"{where}: timeout: {e}")
-        return EXIT_TIMEOUT
-    except NoPlan as e:
-        _say(f"{where}: unsolvable: {e}")
-        return EXIT_UNSOLVABLE
-    except PlannerUnavailable as e:
-        _say(f"{where}: planner not available: {e}")
-        return EXIT_NO_PLANNER
-    except (PDDLError, TraceFormatError, LearningError, LanguageError, SceneError) as e:
-        _say(f"{where}: error: {e}")
-        return EXIT_INPUT
-    except OSError as e:
-        _say(f"{where}: error: {e.filename or ''}: {e.strerror or e}")
-        return EXIT_INPUT
+command("plan learn", "learn atomic domains from trace files (or take PDDL domains) into a library",
+        _learn_arguments)(_learn)
+command("plan fuse", "fuse domains into one (unify names, deduplicate operators, causal graph)",
+        _fuse_arguments)(_fuse)
+command("plan solve", "plan a problem in a domain", _solve_arguments)(_solve)
+command("plan task", "plan an instruction with domains retrieved from a library", _task_arguments)(_task)
+command("plan demo", "plan and execute a task in the tabletop scene, re-planning on failure", _demo_arguments)(_demo)

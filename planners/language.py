@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from typing import Callable, Sequence
 
+from embody import exits
+
 from embody.chat import API_KEY_ENV, ChatClient, ChatError, one_line as _one_line  # noqa: F401 (re-exported)
 
 from .pddl import Atom, PDDLError, Predicate, _check_atom
@@ -26,6 +28,7 @@ Resolve = Callable[[str, int], "str | None"]  # (concept, arity) -> predicate na
 
 class LanguageError(ValueError):
     """The instruction could not be turned into a valid goal, or the LLM endpoint failed."""
+    exit_code = exits.INPUT
 
 
 # ---------------------------------------------------------------- LLM goals

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from embody import exits
 from embody.files import write_atomic
 
 from .pddl import Atom, Domain, Operator, Predicate, check_domain
@@ -46,10 +47,12 @@ from .pddl import Atom, Domain, Operator, Predicate, check_domain
 
 class TraceFormatError(ValueError):
     """A malformed trace file; the message names the file and the trace/step."""
+    exit_code = exits.INPUT
 
 
 class LearningError(ValueError):
     """Raised by ``learn_domain(strict=True)`` when the traces have any issue."""
+    exit_code = exits.INPUT
 
 
 @dataclass(frozen=True)

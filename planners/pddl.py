@@ -25,12 +25,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
+from embody import exits
 from embody.extras import require
 from embody.files import write_atomic
 
 
 class PDDLError(ValueError):
     """Malformed or unsupported PDDL; the message names the file and, where known, the line."""
+    exit_code = exits.INPUT
 
 
 class Atom(NamedTuple):

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from embody import exits
 from embody.extras import require
 
 from .pddl import Atom, Domain, Problem, domain_to_pddl, problem_to_pddl, to_up_problem, up_environment
@@ -44,6 +45,8 @@ class PlanningError(RuntimeError):
 
 class NoPlan(PlanningError):
     """No plan was found: the problem is unsolvable (or the planner ran out of time)."""
+    exit_code = exits.UNSOLVABLE
+    exit_label = "unsolvable"
 
 
 @dataclass(frozen=True)
@@ -65,10 +68,14 @@ class Plan:
 
 class PlanTimeout(NoPlan):
     """The planner ran out of time."""
+    exit_code = exits.TIMEOUT
+    exit_label = "timeout"
 
 
 class PlannerUnavailable(PlanningError):
     """The engine could not run (as opposed to: it ran and found no plan)."""
+    exit_code = exits.NO_PLANNER
+    exit_label = "planner not available"
 
 
 def fast_downward_files() -> list[Path]:

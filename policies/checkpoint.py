@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from embody import exits
 from embody.registry import Registry
 
 FORMAT = "embody.policy"
@@ -34,11 +35,11 @@ POLICY_CLASSES.register("TrajectoryMLP", "embody.policies.trajectory:TrajectoryM
 POLICY_CLASSES.register("DiffusionModel", "embody.policies.diffusion:DiffusionModel")
 POLICY_CLASSES.register("QModel", "embody.policies.value:QModel")
 POLICY_CLASSES.register("OfflineAgent", "embody.policies.offline:OfflineAgent")
-POLICY_CLASSES.register("HistoryPolicy", "embody.papers.blindfolded.history_bc:HistoryPolicy")
 
 
 class CheckpointError(ValueError):
     """A checkpoint is missing, damaged, foreign, too new, or does not fit the task."""
+    exit_code = exits.INPUT
 
 
 def spec_hash(spec: dict) -> str:

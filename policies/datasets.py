@@ -17,11 +17,14 @@ from typing import Callable
 import numpy as np
 import torch
 
+from embody import exits
+
 FORMAT, FORMAT_VERSION = "embody.demonstrations", 1
 
 
 class DatasetError(ValueError):
     """A demonstrations file is missing, damaged, foreign or too new."""
+    exit_code = exits.INPUT
 
 
 @dataclass

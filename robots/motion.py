@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-
 from embody.robots.spec import RobotSpec
+
+from embody import exits
 
 FORMAT = "embody.motion"
 FORMAT_VERSION = 1
@@ -36,6 +37,7 @@ _TENSORS = ("joint_pos", "root_pos", "root_quat")
 
 class MotionError(ValueError):
     """A motion clip is missing, damaged, foreign, too new, inconsistent or does not fit a robot."""
+    exit_code = exits.INPUT
 
 
 @dataclass(eq=False)

@@ -1,4 +1,5 @@
-"""``embody blindfolded collect|train|eval|study|import|merge [--scale tiny|paper] [--domain maze|peg] [--out DIR] [--seed S]``.
+"""``embody blindfolded collect|train|eval|study|import|merge [--scale tiny|paper] [--domain maze|peg] [--out DIR]
+[--seed S] [--set KEY=VALUE]``: subcommands, each with its own flags (``embody blindfolded ACTION --help``).
 
 collect: expert demonstrations of every level (or --level) on the seed's first m training tasks
          (--m, default the scale's largest m) into DIR/demos/<level>_seed<S>.npz.
@@ -19,100 +20,150 @@ train --domain peg --demos FILE: the GRU student on that demonstrations file (e.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
 from pathlib import Path
 
+from embody import exits
+from embody.commands import add_set, any_int, positive_int
 
-def add_parser(sub) -> None:
-    p = sub.add_parser("blindfolded", help="Blindfolded experts: cloning experts denied task information "
-                                           "(papers/blindfolded)")
-    p.add_argument("action", choices=("collect", "train", "eval", "study", "import", "merge"))
+
+def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scale", choices=("tiny", "paper"), default="tiny",
                    help="tiny: the whole study in about a minute (CI); paper: levels × m ∈ 1..32 (peg 1..16) × "
-                        "3 seeds (peg 2)")
+                        "3 seeds")
     p.add_argument("--domain", choices=("maze", "peg"), default="maze",
                    help="the task family: maze (minigrid) or peg (peg insertion on the simulated arm, MuJoCo)")
     p.add_argument("--out", default="runs/blindfolded", metavar="DIR", help="output folder (default runs/blindfolded)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--seeds", type=int, metavar="N", help="study: the number of replicate seeds, from --seed "
-                                                           "(default: the scale's)")
-    p.add_argument("--from", dest="sources", action="append", metavar="DIR",
-                   help="merge: a study's output folder (repeatable): their runs pooled into one report in --out")
-    p.add_argument("--workers", type=int, default=1,
-                   help="study: processes running the (seed, level) jobs in parallel (default 1; results do not "
-                        "depend on it)")
+    p.add_argument("--seed", type=any_int, default=0)
+    add_set(p, "the StudyConfig, on top of --scale", "m_values=[1,2] or peg.max_steps=300")
+
+
+def _cells(p: argparse.ArgumentParser) -> None:
+    _common(p)
     p.add_argument("--level", action="append", metavar="NAME",
-                   help="collect/train/eval: only this information level (repeatable; maze: informed, region-K, blind, "
-                        "blind-wall; peg: informed, region-4mm, region-8mm, blind)")
-    p.add_argument("--m", type=int, help="collect/train/eval: the number of demonstrated tasks")
-    p.add_argument("--demos", metavar="FILE", help="train, peg: train on this demonstrations file (e.g. what "
-                                                    "`import` wrote; all its episodes) instead of DIR/demos")
+                   help="only this information level (repeatable; maze: informed, region-K, blind, blind-wall; "
+                        "peg: informed, region-4mm, region-8mm, blind)")
+    p.add_argument("--m", type=positive_int, help="the number of demonstrated tasks")
+
+
+def collect_arguments(p: argparse.ArgumentParser) -> None:
     from .teleop import add_teleop_arguments
 
+    _cells(p)
     add_teleop_arguments(p)  # collect --teleop keyboard|gamepad|spacemouse: a person demonstrates on the arm
-    p.set_defaults(fn=run)
+
+
+def train_arguments(p: argparse.ArgumentParser) -> None:
+    _cells(p)
+    p.add_argument("--demos", metavar="FILE", help="peg: train on this demonstrations file (e.g. what `import` "
+                                                    "wrote; all its episodes) instead of DIR/demos")
+
+
+def eval_arguments(p: argparse.ArgumentParser) -> None:
+    _cells(p)
+
+
+def study_arguments(p: argparse.ArgumentParser) -> None:
+    _common(p)
+    p.add_argument("--seeds", type=positive_int, metavar="N", help="the number of replicate seeds, from --seed "
+                                                                   "(default: the scale's)")
+    p.add_argument("--workers", type=positive_int, default=1,
+                   help="processes running the (seed, level) jobs in parallel (default 1; results do not depend "
+                        "on it)")
+
+
+def import_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", default="runs/blindfolded", metavar="DIR|FILE.npz",
+                   help="DIR/demos/<level>_seed<S>.npz, or this .npz file")
+    p.add_argument("--seed", type=any_int, default=0)
+    p.add_argument("--dataset", metavar="DIR", help="the teleop dataset (default OUT/teleop)")
+
+
+def merge_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--from", dest="sources", action="append", metavar="DIR", required=True,
+                   help="a study's output folder (repeatable): their runs pooled into one report in --out")
+    p.add_argument("--out", default="runs/blindfolded", metavar="DIR", help="output folder (default runs/blindfolded)")
 
 
 def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def _config(args):
+    import torch
+
+    from embody.config import apply_overrides
+
+    from .config import for_scale
+
+    cfg = apply_overrides(for_scale(args.scale, args.seed, args.domain), texts=args.set)
+    torch.set_num_threads(cfg.threads)
+    return cfg
+
+
+def run_study_command(args) -> int:
+    from .study import run_study
+
+    cfg = _config(args)
+    cfg.workers = args.workers
+    if args.seeds is not None:
+        cfg.seeds = args.seeds
+    run_study(cfg, Path(args.out), _log)
+    return exits.OK
+
+
+def run_merge(args) -> int:
+    from .study import merge_studies
+
+    try:
+        merge_studies(args.sources, Path(args.out), _log)
+    except (ValueError, IndexError) as e:
+        raise exits.CommandError(str(e)) from None
+    return exits.OK
+
+
+def run_import(args) -> int:
+    from .teleop import run_import as run
+
+    return run(args)
+
+
+def run_collect(args) -> int:
+    if args.teleop:
+        from .teleop import run_teleop
+
+        return run_teleop(args)
+    return _cells_action(args, "collect")
+
+
+def run_train(args) -> int:
+    if args.demos:
+        return _train_on_file(args, _config(args), Path(args.out))
+    return _cells_action(args, "train")
+
+
+def run_eval(args) -> int:
+    return _cells_action(args, "eval")
+
+
 def _model_path(out: Path, level: str, seed: int, m: int) -> Path:
     return out / "models" / f"{level}_seed{seed}_m{m}"  # an embody checkpoint directory
 
 
-def run(args) -> int:
-    if args.action == "collect" and getattr(args, "teleop", None):
-        from .teleop import run_teleop
-
-        return run_teleop(args)
-    if args.action == "import":  # a teleop dataset as peg demonstrations (teleop.teleop_demos)
-        from .teleop import run_import
-
-        return run_import(args)
-    import torch
-
-    from .config import for_scale
-
-    cfg = for_scale(args.scale, args.seed, args.domain)
-    if args.workers < 1:
-        _log(f"embody blindfolded: error: --workers must be >= 1, got {args.workers}")
-        return 2
-    cfg.workers = args.workers
-    if args.seeds is not None:
-        if args.seeds < 1:
-            _log(f"embody blindfolded: error: --seeds must be >= 1, got {args.seeds}")
-            return 2
-        cfg.seeds = args.seeds
-    torch.set_num_threads(cfg.threads)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    if args.m is not None and args.m < 1:
-        _log(f"embody blindfolded: error: --m must be >= 1, got {args.m}")
-        return 2
-    if args.action == "study":
-        from .study import run_study
-
-        run_study(cfg, out, _log)
-        return 0
-    if args.action == "merge":
-        from .study import merge_studies
-
-        try:
-            merge_studies(args.sources or [], out, _log)
-        except (ValueError, IndexError) as e:
-            _log(f"embody blindfolded: error: {e if args.sources else 'merge needs --from DIR (repeatable)'}")
-            return 2
-        return 0
+def _cells_action(args, action: str) -> int:
+    """collect / train / eval of each level's cell (the --m first tasks of --seed)."""
+    from embody.files import write_atomic
 
     from . import demos as demo_io
     from .study import collect, demos_path, evaluate_cell, first_tasks, get_domain, train_on
 
+    cfg = _config(args)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     domain = get_domain(cfg)
-    if getattr(args, "demos", None):
-        return _train_on_file(args, cfg, domain, out)
     try:
         levels = [lv for lv in (args.level or domain.levels())]
         if cfg.domain == "peg":
@@ -126,13 +177,12 @@ def run(args) -> int:
             for lv in levels:
                 Level.parse(lv)
     except ValueError as e:
-        _log(f"embody blindfolded: error: {e}")
-        return 2
+        raise exits.CommandError(str(e)) from None
     t0 = time.perf_counter()
-    if args.action == "collect":
+    if action == "collect":
         collect(cfg, out, args.seed, levels, args.m, _log)
         _log(f"blindfolded: demonstrations in {out / 'demos'} ({time.perf_counter() - t0:.0f} s)")
-        return 0
+        return exits.OK
     if hasattr(domain, "save_policy"):  # peg: the models are deployable run directories
         save_policy, load_policy = domain.save_policy, domain.load_policy
     else:
@@ -148,11 +198,10 @@ def run(args) -> int:
         n_tasks = len(demos.meta.get("tasks", [])) if "episode_tasks" in demos.meta else len(demos.episode_lengths)
         m = args.m or n_tasks
         if m > n_tasks:
-            _log(f"embody blindfolded: error: --m {m}, but {path} holds demonstrations of {n_tasks} tasks")
-            return 2
+            raise exits.CommandError(f"--m {m}, but {path} holds demonstrations of {n_tasks} tasks")
         tasks = [int(t) for t in demos.meta["tasks"][:m]]
         model = _model_path(out, lv, args.seed, m)
-        if args.action == "train":
+        if action == "train":
             policy, info = train_on(cfg, domain, first_tasks(demos, m), args.seed)
             save_policy(policy, model, {"level": lv, "m": m, "seed": args.seed, "tasks": tasks})
             summary[lv] = {"m": m, "model": str(model), **info}
@@ -168,29 +217,22 @@ def run(args) -> int:
                            **{k: v for k, v in cell.items() if not k.endswith("_outcomes")}}
             _log(f"blindfolded: {lv}: m={m}, training-task success {cell['train_success']:.2f}, held-out success "
                  f"{cell['heldout_success']:.2f}, held-out mean steps {cell['heldout_steps']:.1f}")
-    name = "train.json" if args.action == "train" else "eval.json"
-    from embody.files import write_atomic
-
+    name = "train.json" if action == "train" else "eval.json"
     write_atomic(out / name, json.dumps(summary, indent=2, default=float))
     _log(f"blindfolded: {out / name} ({time.perf_counter() - t0:.0f} s)")
-    return 0
+    return exits.OK
 
 
-def _train_on_file(args, cfg, domain, out: Path) -> int:
+def _train_on_file(args, cfg, out: Path) -> int:
     """``train --domain peg --demos FILE``: the domain's student on one demonstrations file (every
     episode; ``meta.level`` names the model) → DIR/models/<level>_seed<S>_m<holes>/."""
-    from embody.datasets.format import DatasetFormatError
-
     from . import demos as demo_io
+    from .study import get_domain
 
-    if args.action != "train" or cfg.domain != "peg":
-        _log("embody blindfolded: error: --demos FILE is for `train --domain peg`")
-        return 2
-    try:
-        demos = demo_io.load(args.demos, domain.obs_spec)
-    except (FileNotFoundError, DatasetFormatError) as e:
-        _log(f"embody blindfolded: error: {e}")
-        return 2
+    if cfg.domain != "peg":
+        raise exits.CommandError("--demos FILE is for `train --domain peg`")
+    domain = get_domain(cfg)
+    demos = demo_io.load(args.demos, domain.obs_spec)
     level = str(demos.meta.get("level") or Path(args.demos).stem)
     m = len(demos.meta.get("tasks") or []) or len(demos.episode_lengths)  # demonstrated holes
     model = _model_path(out, level, args.seed, m)
@@ -198,4 +240,4 @@ def _train_on_file(args, cfg, domain, out: Path) -> int:
     domain.save_policy(policy, model, {"level": level, "m": m, "seed": args.seed, "demos": str(args.demos),
                                        "tasks": demos.meta.get("tasks", []), "dataset": demos.meta.get("dataset")})
     _log(f"blindfolded: {level}: {m} episodes of {args.demos}, loss {info['loss']:.3f} -> {model}")
-    return 0
+    return exits.OK

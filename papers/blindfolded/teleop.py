@@ -804,21 +804,23 @@ def run_import(args) -> int:
 
 def add_teleop_arguments(parser) -> None:
     """The options of ``embody blindfolded collect --teleop DEVICE``."""
+    from embody.commands import nonneg_int, positive_int
+
     g = parser.add_argument_group("teleoperation (collect --teleop: human demonstrations of peg-insert)")
     g.add_argument("--teleop", choices=("keyboard", "gamepad", "spacemouse"),
                    help="collect human demonstrations with this device instead of the scripted experts")
-    g.add_argument("--episodes", type=int, default=10, help="teleop: episodes to record (default 10)")
+    g.add_argument("--episodes", type=positive_int, default=10, help="teleop: episodes to record (default 10)")
     g.add_argument("--region", metavar="CX,CY,HALF",
                    help="teleop: tell the demonstrator the hole lies within ±HALF mm of (CX, CY) mm from the nominal "
                         "hole (default: tell nothing)")
     g.add_argument("--target", default="sim", help="teleop: sim (starts `embody robot-sim peg_arm`) or dds:IFACE")
-    g.add_argument("--dds-domain", type=int, default=0, help="teleop: DDS domain (default 0)")
+    g.add_argument("--dds-domain", type=nonneg_int, default=0, help="teleop: DDS domain (default 0)")
     g.add_argument("--hole-pos", metavar="X,Y,Z",
                    help="teleop: the true hole mouth in m, base frame (a real arm: measured; default the simulated board)")
     g.add_argument("--hole-offset", metavar="DX,DY",
                    help="teleop, sim: shift the nominal hole by -DX,-DY mm, so the true hole is DX,DY mm from it")
-    g.add_argument("--rate-hz", type=int, default=25, help="teleop: control and recording rate (default 25, the task's)")
-    g.add_argument("--max-steps", type=int, help="teleop: episode limit in ticks (default the task's, 150 = 6 s)")
+    g.add_argument("--rate-hz", type=positive_int, default=25, help="teleop: control and recording rate (default 25, the task's)")
+    g.add_argument("--max-steps", type=positive_int, help="teleop: episode limit in ticks (default the task's, 150 = 6 s)")
     g.add_argument("--dataset", metavar="DIR", help="teleop: dataset folder (default OUT/teleop)")
 
 

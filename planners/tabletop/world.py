@@ -16,11 +16,14 @@ import math
 import mujoco
 import numpy as np
 
+from embody import exits
+
 from . import layout as L
 
 
 class SceneError(ValueError):
     """The scene cannot be built or asked this (unrealizable init, unknown object or action)."""
+    exit_code = exits.INPUT
 
 
 def yaw_of(rot: np.ndarray) -> float:

@@ -20,6 +20,8 @@ from typing import ClassVar, Protocol, Union, runtime_checkable
 
 import numpy as np
 
+from embody import exits
+
 ACCEL_MAX = 5.0  # [m/s²], highway-env's ContinuousAction range
 STEER_MAX = np.pi / 4  # [rad]
 META_ACTIONS = ("LANE_LEFT", "IDLE", "LANE_RIGHT", "FASTER", "SLOWER")
@@ -33,10 +35,12 @@ Action = Union[np.ndarray, str, int]
 
 class DrivingError(ValueError):
     """Bad driving input (a scenario, an actor, an action); the message says which and where."""
+    exit_code = exits.INPUT
 
 
 class SimulatorUnavailable(ConnectionError):
     """A simulator server could not be reached in time; the message names host:port and the timeout."""
+    exit_code = exits.UNREACHABLE
 
 
 class UnsupportedFeature(DrivingError):

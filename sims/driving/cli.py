@@ -1,20 +1,21 @@
 """``embody drive SCENARIO``: closed-loop driving episodes; metrics as JSON, optionally a video.
 
-Exit codes: 0 done, 2 bad input (unknown scenario, bad actors file, bad --set), 3 the simulator
-could not be reached (CARLA server down).
+Exit codes (``embody.exits``): 0 done, 2 bad input (unknown scenario, bad actors file, bad --set),
+3 the simulator could not be reached (CARLA server down).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
 
-EXIT_INPUT, EXIT_UNAVAILABLE = 2, 3
+from embody import exits
+from embody.commands import add_set, any_int, command, nonneg_int, positive_float, positive_int
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser("drive", help="closed-loop driving episodes in highway-env or CARLA; prints metrics")
+def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("scenario", help="highway, highway-dense, merge, roundabout, cut-in, hard-brake")
     p.add_argument("--sim", choices=("highway", "carla"), default="highway",
                    help="highway: highway-env, embedded, headless (default); carla: a running CARLA server")
@@ -22,43 +23,27 @@ def add_parser(sub) -> None:
                    help="expert (IDM/MOBIL, default), idle, constant, or a run/checkpoint directory")
     p.add_argument("--actors", metavar="FILE.csv", help="scripted actors: CSV columns actor,t,x,y,heading,speed "
                    "(road frame: x along the road, y left, heading rad CCW, SI units)")
-    p.add_argument("--episodes", type=int, default=1)
-    p.add_argument("--workers", type=int, default=2, help="worker processes, at most 2 (highway-env only)")
-    p.add_argument("--seed", type=int, default=0, help="traffic seed of the first episode (then +1 each)")
-    p.add_argument("--steps", type=int, help="stop each episode after this many control steps")
+    p.add_argument("--episodes", type=positive_int, default=1)
+    p.add_argument("--workers", type=positive_int, default=2, help="worker processes, at most 2 (highway-env only)")
+    p.add_argument("--seed", type=any_int, default=0, help="traffic seed of the first episode (then +1 each)")
+    p.add_argument("--steps", type=positive_int, help="stop each episode after this many control steps")
     p.add_argument("--fast", action="store_true", help="fast settings: ≤12 background vehicles, 5 Hz simulation, "
                    "no traffic-traffic collision checks (dynamics coarser)")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE",
-                   help="override a scenario value, e.g. traffic.vehicles=10 or settings.duration_s=10")
+    add_set(p, "the scenario", "traffic.vehicles=10 or settings.duration_s=10")
     p.add_argument("--out", metavar="DIR", help="write DIR/metrics.json (and with --video DIR/episode0.mp4)")
     p.add_argument("--video", action="store_true", help="record the first episode's bird's-eye view (needs --out)")
     p.add_argument("--carla-host", default="127.0.0.1")
-    p.add_argument("--carla-port", type=int, default=2000)
-    p.add_argument("--carla-timeout", type=float, default=10.0, help="seconds to wait for the server")
+    p.add_argument("--carla-port", type=positive_int, default=2000)
+    p.add_argument("--carla-timeout", type=positive_float, default=10.0, help="seconds to wait for the server")
     p.add_argument("--carla-town", default="", help="load this map first (e.g. Town04); default: the current one")
-    p.add_argument("--carla-spawn", type=int, default=0, help="map spawn point whose road the scenario uses")
-    p.set_defaults(fn=run)
+    p.add_argument("--carla-spawn", type=nonneg_int, default=0, help="map spawn point whose road the scenario uses")
 
 
 def _say(*parts) -> None:
     print(*parts, file=sys.stderr)
 
 
-def run(args) -> int:
-    from embody.checks import UserError
-
-    from .base import DrivingError, SimulatorUnavailable
-
-    try:
-        return _drive(args)
-    except SimulatorUnavailable as e:
-        _say(f"embody drive: error: {e}")
-        return EXIT_UNAVAILABLE
-    except (DrivingError, *UserError) as e:
-        _say(f"embody drive: error: {e}")
-        return EXIT_INPUT
-
-
+@command("drive", "closed-loop driving episodes in highway-env or CARLA; prints metrics", _arguments)
 def _drive(args) -> int:
     from embody.config import apply_overrides
     from embody.files import write_atomic
@@ -69,13 +54,11 @@ def _drive(args) -> int:
     from .scenario import fast_settings, get_scenario
 
     scenario = get_scenario(args.scenario)
-    apply_overrides(scenario, texts=args.set or [])
+    apply_overrides(scenario, texts=args.set)
     if args.fast:
         scenario = fast_settings(scenario)
     if args.actors:
         scenario = scenario.with_scripted(load_actors_csv(args.actors))
-    if args.episodes < 1:
-        raise DrivingError("--episodes must be at least 1")
     if args.video and not args.out:
         raise DrivingError("--video needs --out DIR (the video goes to DIR/episode0.mp4)")
     carla = None
@@ -100,4 +83,4 @@ def _drive(args) -> int:
     if out is not None:
         write_atomic(out / "metrics.json", text + "\n")
         _say(f"metrics written to {out / 'metrics.json'}" + (f", video to {video}" if video else ""))
-    return 0
+    return exits.OK

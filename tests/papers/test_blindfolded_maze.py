@@ -294,6 +294,6 @@ def test_cli_merge_refuses_missing_studies(tmp_path, capsys):
     from embody.cli import main
 
     assert main(["blindfolded", "merge", "--out", str(tmp_path)]) == 2
-    assert "needs --from" in capsys.readouterr().err
+    assert "required: --from" in capsys.readouterr().err
     assert main(["blindfolded", "merge", "--from", str(tmp_path / "none"), "--out", str(tmp_path)]) == 2
     assert "not a study's results" in capsys.readouterr().err

@@ -1,0 +1,14 @@
+"""MPA's registration with embody (the ``embody.plugins`` entry point ``mpa``)."""
+
+
+def register(api) -> None:
+    from . import cli
+
+    api.command("mpa", "MPA: model-based policy adaptation for end-to-end driving (papers/mpa)")
+    api.command("mpa train", "expert data, base BC, counterfactual branches, adapter and Q model into DIR/models",
+                cli.common_arguments, cli.run_train)
+    api.command("mpa eval", "the evaluation (trains first unless DIR or --models holds trained models): "
+                "results.json, report.md, plots", cli.eval_arguments, cli.run_eval)
+    api.command("mpa diagnose", "argmax-Q on held-out branch points of the counterfactual data (JSON)",
+                cli.eval_arguments, cli.run_diagnose)
+    api.study("mpa", "embody.papers.mpa.config:MPAConfig", "embody mpa eval --scale tiny")

@@ -1,0 +1,9 @@
+"""UniDomain's registration with embody (the ``embody.plugins`` entry point ``unidomain``)."""
+
+
+def register(api) -> None:
+    from .cli import eval_arguments, run_eval
+
+    api.command("plan eval", "the UniDomain study: learn from demonstrations, plan held-out tasks, report",
+                eval_arguments, run_eval)
+    api.study("unidomain", "embody.papers.unidomain.study:StudyConfig", "embody plan eval --scale tiny")
