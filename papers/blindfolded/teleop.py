@@ -51,6 +51,8 @@ from typing import Protocol
 
 import numpy as np
 
+from embody.exits import CommandError
+
 log = logging.getLogger("embody.blindfolded.teleop")
 
 DATASET_DIR = Path("runs/blindfolded/teleop")
@@ -791,8 +793,7 @@ def run_import(args) -> int:
         target = out if out.suffix == ".npz" else demos_path(out, d.meta["level"], args.seed)
         save(d, target)
     except (ValueError, OSError) as e:  # DatasetFormatError is a ValueError
-        print(f"embody blindfolded: error: {e}", file=sys.stderr, flush=True)
-        return 2
+        raise CommandError(str(e)) from None
     m = d.meta
     print(f"blindfolded import: {len(d.episode_lengths)} episode(s) ({'/'.join(sorted(set(m['outcomes'])))}; "
           f"{int(d.episode_lengths.sum())} steps, {len(m['tasks'])} hole(s)) of {dataset}, level {m['level']} "
@@ -829,10 +830,6 @@ def run_teleop(args) -> int:
     from embody.hardware.deploy import make_driver, parse_target, start_robot_sim, stop_robot_sim
     from embody.sims.tasks.peg_insert import PegInsertConfig
 
-    def err(msg: str) -> int:
-        print(f"embody blindfolded: error: {msg}", file=sys.stderr, flush=True)
-        return 2
-
     try:
         region = Region.parse(args.region) if args.region else None
         start_sim, iface = parse_target(args.target)
@@ -848,11 +845,9 @@ def run_teleop(args) -> int:
             if not start_sim:
                 raise ValueError("--hole-offset is for the simulated arm; on a real one move the board and give --hole-pos")
             config.hole_pos = [config.hole_pos[0] - dx, config.hole_pos[1] - dy, config.hole_pos[2]]
-        if args.episodes < 1:
-            raise ValueError(f"--episodes must be >= 1, got {args.episodes}")
         device = make_device(args.teleop)
     except (ValueError, DeviceError) as e:
-        return err(str(e))
+        raise CommandError(str(e)) from None
     display = PygameDisplay() if args.teleop in ("keyboard", "gamepad") else TerminalDisplay()
     out = Path(args.dataset) if args.dataset else Path(args.out) / "teleop"
     runner = TeleopTask(config, args.seed)
@@ -868,7 +863,7 @@ def run_teleop(args) -> int:
             finally:
                 driver.supervisor.uninstall_signal_handlers()
     except (TeleopError, ValueError) as e:
-        return err(str(e))
+        raise CommandError(str(e)) from None
     finally:
         device.close()
         if sim is not None:

@@ -59,15 +59,15 @@ def run(args, action: str) -> int:
     cfg = apply_overrides(for_scale(args.scale, args.seed), texts=args.set)
     models = getattr(args, "models", None)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     source = Path(models) if models else out
     if models and not has_models(source):
         raise exits.CommandError(f"--models {models}: no trained models under {source / 'models'} (bc/, adapter/, "
                                  f"q/, counterfactual.npz); run `embody mpa train --out {models}` first")
+    if action == "diagnose" and not has_models(source):
+        raise exits.CommandError(f"no trained models under {source / 'models'}; run `embody mpa train` first")
+    out.mkdir(parents=True, exist_ok=True)
     if action == "diagnose":
-        if not has_models(source):
-            raise exits.CommandError(f"no trained models under {source / 'models'}; run `embody mpa train` first")
         from .diagnose import q_pick
 
         result = q_pick(load_models(source)[1], cfg, seed=args.seed)
