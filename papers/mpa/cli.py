@@ -1,10 +1,12 @@
-"""``embody mpa train|eval|diagnose [--scale tiny|paper] [--out DIR] [--seed S] [--models DIR] [--set KEY=VALUE]``.
+"""``embody mpa train|eval|diagnose|merge [--scale tiny|paper] [--out DIR] [--seed S] [--models DIR] [--set KEY=VALUE]``.
 
 train: expert data, base BC, counterfactual branches, adapter and Q model into DIR/models.
 eval:  trains first unless DIR (or --models DIR) already holds trained models, then writes
        DIR/results.json, DIR/report.md, DIR/score_vs_data.png and DIR/score_vs_k.png.
 diagnose: argmax-Q on held-out branch points of DIR's (or --models DIR's) counterfactual data
        (diagnose.py); JSON on stdout and DIR/diagnose.json.
+eval --seeds N [--workers W]: N replicate seeds, each a job writing DIR/seed<S>/ (resumable; study.py),
+       pooled into DIR/results.json and report.md; merge --from DIR ...: such folders run apart, pooled.
 """
 
 from __future__ import annotations
@@ -13,11 +15,11 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 from embody import exits
-from embody.commands import add_set, any_int
+from embody.commands import add_set, any_int, positive_int
+from embody.files import write_atomic
 
 
 def common_arguments(p: argparse.ArgumentParser, models: bool = False) -> None:
@@ -32,65 +34,79 @@ def common_arguments(p: argparse.ArgumentParser, models: bool = False) -> None:
 
 def eval_arguments(p: argparse.ArgumentParser) -> None:
     common_arguments(p, models=True)
+    p.add_argument("--seeds", type=positive_int, default=1, metavar="N",
+                   help="replicate seeds from --seed, each a resumable job in DIR/seed<S>/, pooled in DIR")
+    p.add_argument("--workers", type=positive_int, default=1, help="processes running the seeds (default 1)")
 
 
-def run_train(args) -> int:
-    return run(args, "train")
+def diagnose_arguments(p: argparse.ArgumentParser) -> None:
+    common_arguments(p, models=True)
 
 
-def run_eval(args) -> int:
-    return run(args, "eval")
+def merge_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--from", dest="sources", action="append", metavar="DIR", required=True,
+                   help="an `eval --seeds` output folder (repeatable): their seeds pooled into one report in --out")
+    p.add_argument("--out", default="runs/mpa", metavar="DIR", help="output folder (default runs/mpa)")
 
 
-def run_diagnose(args) -> int:
-    return run(args, "diagnose")
+def run_merge(args) -> int:
+    from .study import merge
+
+    merge([Path(s) for s in args.sources], Path(args.out), _log)
+    return exits.OK
 
 
 def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def run(args, action: str) -> int:
-    from embody.config import apply_overrides
+def _models(args) -> Path | None:
+    """--models DIR, checked: it must hold trained models."""
+    from .train import has_models
 
-    from .config import for_scale
-    from .train import has_models, load_models, train_adapter_q, train_all
+    if args.models and not has_models(Path(args.models)):
+        raise exits.CommandError(f"--models {args.models}: no trained models under {Path(args.models) / 'models'} "
+                                 f"(bc/, adapter/, q/, counterfactual.npz); run `embody mpa train --out "
+                                 f"{args.models}` first")
+    return Path(args.models) if args.models else None
 
-    cfg = apply_overrides(for_scale(args.scale, args.seed), texts=args.set)
-    models = getattr(args, "models", None)
-    out = Path(args.out)
-    t0 = time.perf_counter()
-    source = Path(models) if models else out
-    if models and not has_models(source):
-        raise exits.CommandError(f"--models {models}: no trained models under {source / 'models'} (bc/, adapter/, "
-                                 f"q/, counterfactual.npz); run `embody mpa train --out {models}` first")
-    if action == "diagnose" and not has_models(source):
-        raise exits.CommandError(f"no trained models under {source / 'models'}; run `embody mpa train` first")
+
+def run_train(args) -> int:
+    from .study import make_config
+    from .train import train_all
+
+    t0, out = time.perf_counter(), Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    if action == "diagnose":
-        from .diagnose import q_pick
+    train_all(make_config(args.scale, args.seed, args.set), out, _log)
+    _log(f"mpa: models in {out / 'models'} ({time.perf_counter() - t0:.0f} s)")
+    return exits.OK
 
-        result = q_pick(load_models(source)[1], cfg, seed=args.seed)
-        (out / "diagnose.json").write_text(json.dumps(result, indent=2))
-        print(json.dumps(result, indent=2))
-        return exits.OK
-    if action == "train" or not has_models(source):
-        train_all(cfg, out, _log)
-        source = out
-    if action == "train":
-        _log(f"mpa: models in {out / 'models'} ({time.perf_counter() - t0:.0f} s)")
-        return exits.OK
-    from .evaluate import run_evaluation
-    from .report import write_report
 
-    models, cf = load_models(source)
-    ev = run_evaluation(models, cf, cfg, lambda sub: train_adapter_q(sub, cfg))
-    train_info = json.loads((source / "models" / "train.json").read_text())
+def run_diagnose(args) -> int:
+    from .diagnose import q_pick
+    from .study import make_config
+    from .train import has_models, load_models
+
+    out = Path(args.out)
+    source = _models(args) or out
+    if not has_models(source):
+        raise exits.CommandError(f"no trained models under {source / 'models'}; run `embody mpa train` first")
+    result = q_pick(load_models(source)[1], make_config(args.scale, args.seed, args.set), seed=args.seed)
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(out / "diagnose.json", json.dumps(result, indent=2))
+    print(json.dumps(result, indent=2))
+    return exits.OK
+
+
+def run_eval(args) -> int:
+    from .study import evaluate_seed, make_config, run_seeds
+
+    models, out = _models(args), Path(args.out)
     command = f"embody mpa eval --scale {args.scale} --out {args.out} --seed {args.seed}" + \
         (f" --models {models}" if models else "") + "".join(f" --set {t}" for t in args.set)
-    result = {"command": command, "config": asdict(cfg), "train": train_info, "eval": ev,
-              "time_s": round(time.perf_counter() - t0, 1)}
-    (out / "results.json").write_text(json.dumps(result, indent=2, default=float))
-    path = write_report(result, out)
-    _log(f"mpa: {path} ({result['time_s']:.0f} s)")
+    if args.seeds == 1:
+        evaluate_seed(make_config(args.scale, args.seed, args.set), out, models, command, _log)
+    else:
+        run_seeds(args.scale, args.set, [args.seed + i for i in range(args.seeds)], out, models, args.workers,
+                  f"{command} --seeds {args.seeds}", _log)
     return exits.OK

@@ -24,7 +24,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-
 from embody.sims.driving import Observation, fast_settings, get_scenario, make_driving_sim
 from embody.sims.driving.actors import Trajectory
 from embody.sims.driving.base import StepMetrics

@@ -17,10 +17,10 @@ import time
 from dataclasses import replace
 
 import numpy as np
+from embody.sims.driving.base import StepMetrics, summarize
 
 from embody.progress import Progress
 from embody.stats import bootstrap_ci
-from embody.sims.driving.base import StepMetrics, summarize
 
 from .config import SETTINGS, MPAConfig
 from .data import CounterfactualData, make_sim
@@ -144,4 +144,32 @@ def run_evaluation(models: Models, cf: CounterfactualData, cfg: MPAConfig, retra
 
 def _sweep_row(key: dict, per_scenario: dict, n_boot: int) -> dict:
     eps = [ep for v in per_scenario.values() for ep in v["episodes"]]
-    return {**key, **summarize_episodes(eps, n_boot)}
+    return {**key, **summarize_episodes(eps, n_boot), "runs": [_outcome(ep) for ep in eps]}
+
+
+def _outcome(episode: dict) -> dict:
+    """What ``summarize_episodes`` reads of an episode (kept in sweep rows, so that seeds can be pooled)."""
+    return {k: episode.get(k) for k in ("seed", "score", "collision", "progress_m")}
+
+
+def pool_evaluations(evs: list[dict], n_boot: int) -> dict:
+    """``run_evaluation`` results of several seeds as one: every table recomputed from the pooled episodes;
+    a sweep row's data counts are the seeds' mean."""
+    episodes = {a: {s: [ep for ev in evs for ep in ev["episodes"][a][s]] for s in per}
+                for a, per in evs[0]["episodes"].items()}
+    main = {a: {s: {"summary": summarize_episodes(eps, n_boot), "episodes": eps} for s, eps in per.items()}
+            for a, per in episodes.items()}
+    sweeps = {}
+    for name in ("sweep_data_size", "sweep_k"):
+        sweeps[name] = []
+        for rows in zip(*(ev[name] for ev in evs)):
+            if any("runs" not in r for r in rows):
+                raise ValueError("these results predate pooling (sweep rows without their episodes); rerun them")
+            runs = [ep for r in rows for ep in r["runs"]]
+            counts = {k: float(np.mean([r[k] for r in rows])) for k in ("branch_points", "proposal_points", "plans")
+                      if k in rows[0]}
+            key = {k: rows[0][k] for k in ("fraction", "k") if k in rows[0]}
+            sweeps[name].append({**key, **counts, **summarize_episodes(runs, n_boot), "runs": runs})
+    return {"scenarios": {a: {s: v["summary"] for s, v in per.items()} for a, per in main.items()},
+            "settings": by_setting(main, n_boot), "episodes": episodes, **sweeps,
+            "sweep_scenarios": evs[0]["sweep_scenarios"], "time_s": round(sum(ev["time_s"] for ev in evs), 1)}

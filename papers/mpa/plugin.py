@@ -8,7 +8,9 @@ def register(api) -> None:
     api.command("mpa train", "expert data, base BC, counterfactual branches, adapter and Q model into DIR/models",
                 cli.common_arguments, cli.run_train)
     api.command("mpa eval", "the evaluation (trains first unless DIR or --models holds trained models): "
-                "results.json, report.md, plots", cli.eval_arguments, cli.run_eval)
+                "results.json, report.md, plots; --seeds N: resumable replicate seeds, pooled", cli.eval_arguments, cli.run_eval)
     api.command("mpa diagnose", "argmax-Q on held-out branch points of the counterfactual data (JSON)",
-                cli.eval_arguments, cli.run_diagnose)
+                cli.diagnose_arguments, cli.run_diagnose)
+    api.command("mpa merge", "`eval --seeds` folders of one configuration pooled into one report",
+                cli.merge_arguments, cli.run_merge)
     api.study("mpa", "embody.papers.mpa.config:MPAConfig", "embody mpa eval --scale tiny")

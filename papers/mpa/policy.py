@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-
 from embody.policies.diffusion import DiffusionModel, sample_plans
 from embody.policies.trajectory import TrajectoryMLP
 from embody.policies.value import QModel

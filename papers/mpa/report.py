@@ -17,13 +17,14 @@ def write_report(result: dict, out: Path) -> Path:
     """Write out/report.md and the plots; returns the report's path."""
     out = Path(out)
     ev, tr, cfg = result["eval"], result["train"], result["config"]
-    lines = [f"# MPA on highway-env — scale `{cfg['scale']}`, seed {cfg['seed']}", "",
+    seeds = f"seeds {', '.join(map(str, cfg['seeds']))} pooled" if "seeds" in cfg else f"seed {cfg['seed']}"
+    lines = [f"# MPA on highway-env — scale `{cfg['scale']}`, {seeds}", "",
              f"Command: `{result['command']}` — total {result['time_s']:.0f} s "
              f"(training {tr.get('time_s', 0):.0f} s, evaluation {ev['time_s']:.0f} s).", "",
              "Driving score per episode = 1[no collision] · 1[never off road] · min(1, progress / "
              "(cruise target speed × allotted time)); means with 95 % percentile-bootstrap intervals over "
-             f"{cfg['eval']['episodes']} fixed-seed episodes per scenario. Fast simulator settings "
-             "(≤12 vehicles, 5 Hz integration, no traffic–traffic collisions).", "",
+             f"{cfg['eval']['episodes'] * len(cfg.get('seeds', [0]))} fixed-seed episodes per scenario. Fast "
+             "simulator settings (≤12 vehicles, 5 Hz integration, no traffic–traffic collisions).", "",
              "## Closed loop, by setting", "",
              "| setting | agent | driving score | collision rate | progress [m] |", "|---|---|---|---|---|"]
     for setting, scenarios in SETTINGS.items():
@@ -42,14 +43,15 @@ def write_report(result: dict, out: Path) -> Path:
               "![score vs data](score_vs_data.png) ![score vs K](score_vs_k.png)", "",
               "| counterfactual branch points | on adapter proposals | plans | score | collision |",
               "|---|---|---|---|---|"]
-    lines += [f"| {r['branch_points']} | {r.get('proposal_points', 0)} | {r['plans']} | {_ci(r, 'score')} | "
+    lines += [f"| {r['branch_points']:g} | {r.get('proposal_points', 0):g} | {r['plans']:g} | {_ci(r, 'score')} | "
               f"{r['collision']:.2f} |" for r in ev["sweep_data_size"]]
     lines += ["", "| K | score | collision |", "|---|---|---|"]
     lines += [f"| {r['k']} | {_ci(r, 'score')} | {r['collision']:.2f} |" for r in ev["sweep_k"]]
     cf, prop = tr.get("counterfactual", {}), tr.get("proposals")
     dagger = "; ".join(f"round {i + 1}: collided in {r['collisions']}/{r['episodes']}, +{r['labels']} labels"
                        for i, r in enumerate(tr.get("dagger", [])))
-    lines += ["", "## Training", "",
+    lines += ["", "## Training" + (f" (seed {cfg['seed']}; each seed's in seed<S>/report.md)" if "seeds" in cfg else ""),
+              "",
               f"- expert samples: {tr['expert']['samples']}; DAgger ({dagger or 'none'}); "
               f"base BC val R² {tr['bc']['val_r2']:.3f}",
               f"- counterfactual: {cf.get('branch_points')} branch points, {cf.get('plans')} plans, mean return "

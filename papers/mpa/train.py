@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
 from embody.policies.diffusion import load_diffusion, plan_condition, sample_plans, save_diffusion, train_diffusion
 from embody.policies.trajectory import TrajectoryMLP, load_trajectory_bc, save_model, train_trajectory_bc
 from embody.policies.value import load_q, save_q, train_q
+
 from embody.progress import Progress
 
 from .config import MPAConfig

@@ -187,3 +187,31 @@ def test_mpa_eval_tiny_end_to_end(tmp_path):
     adv = diag["advantage"]
     assert diag["heldout_points"] >= 1 and adv["oracle"] >= max(adv["q_pick"], adv["random"], 0.0)
     assert main(["mpa", "diagnose", "--out", str(tmp_path / "empty")]) == 2  # no models: a clear error
+    _seeds_as_jobs(out, tmp_path)
+
+
+def _seeds_as_jobs(models, tmp_path):
+    """``eval --seeds``: each seed a job of the core runner, its result equal to a one-seed run, the tables
+    pooled from every seed's episodes; ``merge`` pools folders run apart (on the trained tiny models)."""
+    from embody.cli import main
+
+    quick = ["--models", str(models), "--set", "eval.episodes=1", "--set", "eval.data_fractions=[1.0]",
+             "--set", "eval.k_values=[8]"]
+    single, seeds, more = tmp_path / "single", tmp_path / "seeds", tmp_path / "more"
+    assert main(["mpa", "eval", "--out", str(single), *quick]) == 0
+    assert main(["mpa", "eval", "--out", str(seeds), "--seeds", "2", *quick]) == 0
+    assert sorted(p.name for p in (seeds / "jobs").iterdir()) == ["seed0.json", "seed1.json"]
+
+    def ev(path):
+        e = json.loads(path.read_text())["eval"]
+        return {k: v for k, v in e.items() if k != "time_s"}
+
+    assert ev(seeds / "seed0" / "results.json") == ev(single / "results.json")
+    pooled = json.loads((seeds / "results.json").read_text())
+    assert pooled["config"]["seeds"] == [0, 1] and "seeds 0, 1 pooled" in (seeds / "report.md").read_text()
+    assert all(s["episodes"] == 2 for per in pooled["eval"]["scenarios"].values() for s in per.values())
+    assert main(["mpa", "eval", "--out", str(more), "--seed", "2", "--seeds", "2", *quick]) == 0
+    assert main(["mpa", "merge", "--from", str(seeds), "--from", str(more), "--out", str(tmp_path / "all")]) == 0
+    merged = json.loads((tmp_path / "all" / "results.json").read_text())
+    assert merged["config"]["seeds"] == [0, 1, 2, 3]
+    assert main(["mpa", "merge", "--from", str(seeds), "--from", str(seeds), "--out", str(tmp_path / "x")]) == 2
