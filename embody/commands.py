@@ -32,9 +32,13 @@ class Command:
 COMMANDS: dict[str, Command] = {}
 
 
+def check_free(name: str) -> None:
+    if name in COMMANDS:
+        raise ValueError(f"command {name!r} is already registered by {COMMANDS[name].provider}")
+
+
 def register(command: Command) -> None:
-    if command.name in COMMANDS:
-        raise ValueError(f"command {command.name!r} is already registered by {COMMANDS[command.name].provider}")
+    check_free(command.name)
     group = command.name.rpartition(" ")[0]
     if group and group in COMMANDS and COMMANDS[group].run is not None:
         raise ValueError(f"command {command.name!r}: {group!r} is a command, not a group")

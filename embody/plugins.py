@@ -11,7 +11,8 @@ heavy modules as ``"module:attribute"`` strings so that ``embody`` stays fast to
 methods under ``papers/`` are registered exactly so (``setup.py`` names each ``papers/NAME/plugin.py``).
 
 Plugins load once, on first use of a registry or the CLI. A plugin that fails to import or register
-changes nothing (its registrations are applied only when ``register`` returns) and does not break
+changes nothing (its registrations are applied only when ``register`` returns and none of its names is
+taken) and does not break
 embody: ``embody list`` names it with its one-line error (``failures()``).
 """
 
@@ -34,29 +35,31 @@ class PluginAPI:
     """What a plugin's ``register(api)`` is handed; every call is recorded and applied when it returns."""
 
     name: str
-    _pending: list[Callable[[], None]] = field(default_factory=list)
+    _pending: list[tuple[Callable[[], None], Callable[[], None]]] = field(default_factory=list)  # (check, apply)
 
     def command(self, name: str, help: str, arguments: Callable[[argparse.ArgumentParser], None] | None = None,
                 run: Callable[[argparse.Namespace], int] | None = None) -> None:
         """A command (``"mymethod"``), a group (``run=None``) or a subcommand (``"mymethod train"``, or
         ``"plan eval"`` under a core group). ``run(args)`` returns an exit code (``embody.exits``)."""
-        from embody.commands import Command, register
+        from embody.commands import Command, check_free, register
 
-        self._pending.append(lambda: register(Command(name, help, arguments, run, provider=self.name)))
+        self._pending.append((lambda: check_free(name),
+                              lambda: register(Command(name, help, arguments, run, provider=self.name))))
 
     def task(self, name: str, entry_point: str, extra: str | None = None) -> None:
         """A task class, ``"package.module:Class"`` (see ``embody.sims.tasks``)."""
-        self._pending.append(lambda: _registry("embody.sims.tasks", "TASKS").register(name, entry_point, extra))
+        tasks = _registry("embody.sims.tasks", "TASKS")
+        self._pending.append((lambda: tasks.check_free(name), lambda: tasks.register(name, entry_point, extra)))
 
     def policy(self, name: str, entry_point: str) -> None:
         """A policy class that checkpoints name (``checkpoint.json`` "class"), ``"package.module:Class"``."""
-        self._pending.append(
-            lambda: _registry("embody.policies.checkpoint", "POLICY_CLASSES").register(name, entry_point))
+        policies = _registry("embody.policies.checkpoint", "POLICY_CLASSES")
+        self._pending.append((lambda: policies.check_free(name), lambda: policies.register(name, entry_point)))
 
     def study(self, name: str, entry_point: str, command: str) -> None:
         """A study: ``entry_point`` names its config dataclass (``"module:Config"``); ``command`` is
         the command line that runs it (``embody list`` shows both)."""
-        self._pending.append(lambda: STUDIES.register(name, entry_point, command))
+        self._pending.append((lambda: STUDIES.check_free(name), lambda: STUDIES.register(name, entry_point, command)))
 
 
 def _registry(module: str, name: str):
@@ -74,7 +77,9 @@ def load() -> None:
         api = PluginAPI(ep.name)
         try:
             ep.load()(api)
-            for apply in api._pending:
+            for check, _ in api._pending:  # all or nothing: a taken name leaves no partial registration
+                check()
+            for _, apply in api._pending:
                 apply()
         except Exception as e:  # noqa: BLE001 - any failure of a plugin is reported, never fatal
             _failed[ep.name] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".rstrip(": ")
@@ -104,9 +109,12 @@ class _Studies:
     def __init__(self):
         self._studies: dict[str, Study] = {}
 
-    def register(self, name: str, config: str, command: str) -> None:
+    def check_free(self, name: str) -> None:
         if name in self._studies:
             raise ValueError(f"study {name!r} is already registered")
+
+    def register(self, name: str, config: str, command: str) -> None:
+        self.check_free(name)
         self._studies[name] = Study(name, config, command)
 
     def all(self) -> list[Study]:

@@ -30,10 +30,13 @@ class Registry(Generic[T]):
 
     def register(self, name: str, entry_point: str, extra: str | None = None) -> None:
         """``entry_point`` is "package.module:attribute"; ``extra`` names the pip extra it needs."""
-        if name in self._entries:
-            raise ValueError(f"{self.kind} {name!r} is already registered")
+        self.check_free(name)
         self._entries[name] = entry_point
         self._extras[name] = extra
+
+    def check_free(self, name: str) -> None:
+        if name in self._entries:
+            raise ValueError(f"{self.kind} {name!r} is already registered")
 
     def names(self) -> list[str]:
         _load_plugins()

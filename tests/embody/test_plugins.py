@@ -203,8 +203,6 @@ def test_a_plugin_that_raises_registers_nothing(fresh):
     assert set(commands.COMMANDS) == {"train", "good"} and [s.name for s in plugins.STUDIES.all()] == ["good"]
 
 
-@pytest.mark.xfail(strict=True, reason="embody.plugins.load applies a plugin's registrations one by one: those "
-                   "before a clashing name stay registered, though the plugin is reported as failed")
 def test_a_plugin_whose_name_clashes_registers_nothing(fresh):
     def clash(api):
         api.command("clash-ok", "a fresh name", None, lambda args: 0)
