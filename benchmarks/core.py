@@ -195,7 +195,7 @@ def _gym_env_class():
 
     class EmbodyGymEnv(gymnasium.Env):
         def __init__(self, cfg, seed: int):
-            from embody.train import build_env
+            from embody.runs import build_env
 
             self.env = build_env(cfg, n_envs=1, seed=seed)
             box = gymnasium.spaces.Box
@@ -233,7 +233,7 @@ def train_ours(cfg, target: float, budget: float) -> dict:
 
     from embody.policies.actor_critic import ActorCritic
     from embody.policies.ppo import PPO
-    from embody.train import build_env
+    from embody.runs import build_env
 
     torch.manual_seed(cfg.seed)
     env = build_env(cfg)

@@ -27,7 +27,8 @@ def random_baseline(task: str, overrides: list[str]) -> dict:
     """Deterministic-seed evaluation of uniform random actions on the task's default env."""
     from embody.policies.base import RandomPolicy
     from embody.policies.evaluate import evaluate
-    from embody.train import build_env, resolve_config
+    from embody.runs import build_env
+    from embody.train import resolve_config
 
     env = build_env(resolve_config(task, overrides=overrides), n_envs=16, seed=12345, evaluation=True)
     result = evaluate(env, RandomPolicy(env.observation_size, env.action_size), EVAL_EPISODES)

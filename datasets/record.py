@@ -40,10 +40,11 @@ VIDEO_KEY = "observation.images.main"
 def build(cfg: RecordConfig):
     """(env, controller(obs, priv) -> actions, train config) for ``cfg``."""
     from embody.config import apply_overrides
-    from embody.train import build_env, load_run, policy_spec, resolve_config
+    from embody.runs import build_env, load_run, load_run_checkpoint
+    from embody.train import resolve_config
 
     if cfg.policy is not None:
-        train_cfg, ckpt_dir = load_run(cfg.policy)
+        train_cfg, _ = load_run(cfg.policy)
         if train_cfg.task != cfg.task:
             from embody.config import ConfigError
 
@@ -53,9 +54,7 @@ def build(cfg: RecordConfig):
         train_cfg = resolve_config(cfg.task, overrides=cfg.overrides)
     env = build_env(train_cfg, n_envs=cfg.n_envs, sim=cfg.sim, seed=cfg.seed, evaluation=True)
     if cfg.policy is not None:
-        from embody.policies.checkpoint import load_checkpoint
-
-        policy = load_checkpoint(ckpt_dir, expect_spec=policy_spec(env)).policy
+        policy = load_run_checkpoint(cfg.policy, expect=env).policy
         act = lambda obs, priv: policy.act(torch.as_tensor(obs), deterministic=True).numpy()  # noqa: E731
     else:
         act = scripted_or_random(env, cfg.seed)

@@ -16,7 +16,6 @@ cat(observation, privileged observation).
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,16 +24,16 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from embody.config import ConfigError, save_yaml, to_dict
+from embody.config import ConfigError, to_dict
 from embody.policies.bc import BCConfig
-from embody.policies.checkpoint import save_checkpoint
 from embody.policies.distill import DAggerConfig, distill
 from embody.policies.evaluate import evaluate
 from embody.policies.recurrent import RecurrentActorCritic, RecurrentConfig
 from embody.progress import Progress
-from embody.runs import MetricsLog
+from embody.runs import (MetricsLog, build_env, policy_spec, record_video, save_run_checkpoint, start_run,
+                         write_eval)
 from embody.sims.tasks import TASKS
-from embody.train import TrainConfig, build_env, policy_spec, record_video
+from embody.train import TrainConfig
 
 
 def _peg_expert(config, name: str):
@@ -120,9 +119,7 @@ def run_distill(cfg: DistillConfig, out: Path) -> dict:
     torch.set_num_threads(cfg.torch_threads)
     tcfg = train_config(cfg)
     env = build_env(tcfg)  # first: a bad config leaves no run directory behind
-    out.mkdir(parents=True, exist_ok=True)
-    save_yaml(tcfg, out / "config.yaml")
-    save_yaml(cfg, out / "distill.yaml")
+    start_run(out, tcfg, distill=cfg)
     task_cfg = env.task.config
     teacher = factory(task_cfg, cfg.teacher)
     student = RecurrentActorCritic(env.observation_size, env.action_size, env.privileged_size, cfg.student)
@@ -140,7 +137,7 @@ def run_distill(cfg: DistillConfig, out: Path) -> dict:
     progress.close()
     meta = {"env_steps": history[-1]["env_steps"] if history else 0, "iteration": len(history),
             "time_s": time.perf_counter() - start, "config": to_dict(tcfg), "distill": to_dict(cfg)}
-    save_checkpoint(out / "checkpoint", student, policy_spec(env), meta)
+    save_run_checkpoint(out, student, policy_spec(env), meta)
     env.close()
 
     eval_env = build_env(tcfg, n_envs=min(16, cfg.eval_episodes), seed=12345, evaluation=True)
@@ -156,7 +153,7 @@ def run_distill(cfg: DistillConfig, out: Path) -> dict:
         result["teacher"] = result["expert"]
     expert_rate = result["expert"].get("success_rate", 0.0)
     result["student_over_expert"] = result["student"].get("success_rate", 0.0) / expert_rate if expert_rate else None
-    (out / "eval.json").write_text(json.dumps(result, indent=2))
+    write_eval(out, result)
     if cfg.video:
         record_video(out, out / "eval.mp4")
     return result

@@ -1,11 +1,18 @@
-"""Run directories written by ``embody train``: config, metrics, plots, checkpoint, video.
+"""Run directories: the one owner of their layout, for every trainer (``embody train``, ``embody
+distill``, a method's students). Written and read only through this module.
 
-    RUN/config.yaml          the resolved TrainConfig
-    RUN/metrics.jsonl        one JSON object per PPO iteration (metrics.csv: the same as CSV)
+    RUN/config.yaml          the TrainConfig that rebuilds the run's env (``build_env``)
+    RUN/<name>.yaml          a trainer's own settings, e.g. distill.yaml (``start_run(out, cfg, distill=...)``)
+    RUN/metrics.jsonl        one JSON object per iteration (metrics.csv: the same as CSV)
     RUN/learning_curve.png   episode return vs. env steps and wall-clock time
     RUN/checkpoint/          the policy (safetensors + JSON, see embody.policies.checkpoint)
     RUN/eval.json            deterministic evaluation of the final policy
     RUN/eval.mp4             one evaluation episode
+
+Writing: ``start_run`` (config files), ``save_run_checkpoint`` (the policy, again as it trains),
+``write_eval``; ``write_policy_run`` does config + checkpoint at once for a policy trained elsewhere.
+Reading: ``load_run`` (config, checkpoint folder), ``load_run_checkpoint`` (the policy, verified
+against an env or task), ``evaluate_run``, ``record_video``.
 """
 
 from __future__ import annotations
@@ -13,9 +20,127 @@ from __future__ import annotations
 import csv
 import json
 import math
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+import yaml
+
+from embody.config import apply_overrides, from_dict, load_yaml, to_dict
+from embody.files import write_atomic
+from embody.policies.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from embody.policies.evaluate import evaluate
+from embody.sims.task import Task
+from embody.sims.tasks import TASKS
+from embody.sims.vec_env import VecEnv, make_env
+from embody.video import VideoWriter
+
+if TYPE_CHECKING:  # embody.train imports this module: TrainConfig is read lazily in load_run
+    from embody.train import TrainConfig
+
+CONFIG, CHECKPOINT, EVAL = "config.yaml", "checkpoint", "eval.json"
 
 
+# -- the env and spec a run's config describes --------------------------------------------------
+def build_env(cfg: TrainConfig, n_envs: int | None = None, sim: str | None = None, seed: int | None = None,
+              evaluation: bool = False) -> VecEnv:
+    """The run's env; ``evaluation``: without staggered resets, so every episode may run its full length."""
+    task_cls = TASKS.get(cfg.task)
+    task_cfg = from_dict(task_cls.config_class, cfg.env, "env")
+    return make_env(cfg.task, sim or cfg.sim, n_envs or cfg.n_envs, cfg.seed if seed is None else seed,
+                    staggered=cfg.staggered_resets and not evaluation, config=task_cfg)
+
+
+def policy_spec(env: VecEnv | Task) -> dict:
+    """What a checkpoint must match to be used on ``env`` (or on a bare task, as the deploy loop has)."""
+    task = env.task if isinstance(env, VecEnv) else env
+    return {"task": task.name, "robot": task.robot.name, "joints": list(task.robot.joint_names),
+            "obs_size": task.observation_size, "privileged_size": task.privileged_size,
+            "action_size": task.action_size}
+
+
+# -- writing ------------------------------------------------------------------------------------
+def start_run(out: str | Path, cfg: TrainConfig, **configs: Any) -> Path:
+    """Create run directory ``out`` with RUN/config.yaml and RUN/<name>.yaml for each of ``configs``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, obj in {"config": cfg, **configs}.items():
+        write_atomic(out / f"{name}.yaml", yaml.safe_dump(to_dict(obj), sort_keys=False))
+    return out
+
+
+def save_run_checkpoint(run: str | Path, policy: torch.nn.Module, spec: dict, meta: dict | None = None,
+                        optimizer: torch.optim.Optimizer | None = None) -> Path:
+    """RUN/checkpoint/ (atomic: a crash leaves the previous checkpoint)."""
+    return save_checkpoint(Path(run) / CHECKPOINT, policy, spec, meta, optimizer)
+
+
+def write_policy_run(out: str | Path, cfg: TrainConfig, policy: torch.nn.Module, meta: dict | None = None,
+                     spec: dict | None = None) -> Path:
+    """A run directory for a policy trained elsewhere (config + checkpoint), so that ``embody eval``,
+    ``embody video`` and ``embody deploy`` accept it; ``spec`` defaults to that of ``cfg``'s env."""
+    if spec is None:  # first: a bad config leaves no run directory behind
+        env = build_env(cfg, n_envs=1, evaluation=True)
+        spec = policy_spec(env)
+        env.close()
+    out = start_run(out, cfg)
+    save_run_checkpoint(out, policy, spec, meta)
+    return out
+
+
+def write_eval(run: str | Path, summary: dict) -> Path:
+    return write_atomic(Path(run) / EVAL, json.dumps(summary, indent=2))
+
+
+# -- reading ------------------------------------------------------------------------------------
+def load_run(run: str | Path) -> tuple[TrainConfig, Path]:
+    """(the run's TrainConfig, its checkpoint folder)."""
+    from embody.train import TrainConfig
+
+    run = Path(run)
+    if not (run / CONFIG).is_file():
+        raise FileNotFoundError(f"{run} is not a training run: {CONFIG} is missing")
+    return from_dict(TrainConfig, load_yaml(run / CONFIG), str(run / CONFIG)), run / CHECKPOINT
+
+
+def load_run_checkpoint(run: str | Path, expect: VecEnv | Task | None = None, device: str = "cpu") -> Checkpoint:
+    """The run's checkpoint (policy, spec, meta, optimizer state); ``expect`` (an env or task)
+    refuses a policy trained for another observation/action spec."""
+    return load_checkpoint(Path(run) / CHECKPOINT, expect_spec=None if expect is None else policy_spec(expect),
+                           device=device)
+
+
+def evaluate_run(run: Path, episodes: int = 10, sim: str | None = None, n_envs: int = 16, seed: int = 12345,
+                 overrides: list[str] = ()) -> dict:
+    """Deterministic evaluation of a run's checkpoint; ``overrides`` (``key=value``) adjust its config,
+    e.g. ``env.randomization.enabled=false`` or a sensor source another simulator offers."""
+    cfg, _ = load_run(run)
+    apply_overrides(cfg, texts=overrides)
+    env = build_env(cfg, n_envs=min(n_envs, episodes), sim=sim, seed=seed, evaluation=True)
+    ckpt = load_run_checkpoint(run, expect=env)
+    start = time.perf_counter()
+    result = evaluate(env, ckpt.policy, episodes)
+    summary = {"task": cfg.task, "sim": sim or cfg.sim, **result.summary(env.task.max_episode_return),
+               "eval_wall_s": time.perf_counter() - start, "env_steps_trained": ckpt.meta.get("env_steps")}
+    env.close()
+    return summary
+
+
+def record_video(run: Path, path: Path, sim: str | None = None, seed: int = 12345) -> Path:
+    """One deterministic episode of the run's policy, rendered to ``path`` (mp4)."""
+    cfg, _ = load_run(run)
+    env = build_env(cfg, n_envs=1, sim=sim, seed=seed, evaluation=True)
+    ckpt = load_run_checkpoint(run, expect=env)
+    result = evaluate(env, ckpt.policy, episodes=1, render=True)
+    with VideoWriter(path, fps=1.0 / env.sim.dt) as video:
+        for frame in result.frames:
+            video.write(frame)
+    env.close()
+    return path
+
+
+# -- metrics ------------------------------------------------------------------------------------
 class MetricsLog:
     """Append-only metrics: JSONL as the record, CSV for spreadsheets."""
 

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from embody.sims.base import UnsupportedTask
-from embody.train import evaluate_run, load_run
+from embody.runs import evaluate_run, load_run
 
 
 def compare(run: Path, sims: list[str], episodes: int = 10, overrides: list[str] = ()) -> list[dict]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,17 +9,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from embody.config import ConfigError, apply_override, apply_overrides, from_dict, load_yaml, save_yaml, to_dict
+from embody.config import ConfigError, apply_override, apply_overrides, from_dict, load_yaml, to_dict
 from embody.policies.actor_critic import ActorCritic, ActorCriticConfig
-from embody.policies.checkpoint import load_checkpoint, save_checkpoint
-from embody.policies.evaluate import evaluate
 from embody.policies.ppo import PPO, PPOConfig
 from embody.progress import Progress
-from embody.runs import MetricsLog, plot_learning_curve
-from embody.sims.task import Task
+from embody.runs import (  # noqa: F401  (build_env .. record_video: re-exported, their home was here)
+    MetricsLog, build_env, evaluate_run, load_run, load_run_checkpoint, plot_learning_curve, policy_spec,
+    record_video, save_run_checkpoint, start_run, write_eval)
 from embody.sims.tasks import TASKS
-from embody.sims.vec_env import VecEnv, make_env
-from embody.video import VideoWriter
 
 
 @dataclass
@@ -61,23 +56,6 @@ def _deep_merge(base: dict, update: dict) -> dict:
     return out
 
 
-def build_env(cfg: TrainConfig, n_envs: int | None = None, sim: str | None = None, seed: int | None = None,
-              evaluation: bool = False) -> VecEnv:
-    """The run's env; ``evaluation``: without staggered resets, so every episode may run its full length."""
-    task_cls = TASKS.get(cfg.task)
-    task_cfg = from_dict(task_cls.config_class, cfg.env, "env")
-    return make_env(cfg.task, sim or cfg.sim, n_envs or cfg.n_envs, cfg.seed if seed is None else seed,
-                    staggered=cfg.staggered_resets and not evaluation, config=task_cfg)
-
-
-def policy_spec(env: VecEnv | Task) -> dict:
-    """What a checkpoint must match to be used on ``env`` (or on a bare task, as the deploy loop has)."""
-    task = env.task if isinstance(env, VecEnv) else env
-    return {"task": task.name, "robot": task.robot.name, "joints": list(task.robot.joint_names),
-            "obs_size": task.observation_size, "privileged_size": task.privileged_size,
-            "action_size": task.action_size}
-
-
 def train(cfg: TrainConfig, out: Path, resume: bool = False) -> dict:
     """Train, checkpoint, evaluate and record a video into run directory ``out``."""
     if cfg.device.startswith("cuda") and not torch.cuda.is_available():
@@ -86,11 +64,10 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False) -> dict:
     np.random.seed(cfg.seed)
     torch.set_num_threads(cfg.torch_threads)
     env = build_env(cfg)  # first: a bad config leaves no run directory behind
-    out.mkdir(parents=True, exist_ok=True)
-    save_yaml(cfg, out / "config.yaml")
+    start_run(out, cfg)
     spec = policy_spec(env)
     if resume:
-        ckpt = load_checkpoint(out / "checkpoint", expect_spec=spec, device=cfg.device)
+        ckpt = load_run_checkpoint(out, expect=env, device=cfg.device)
         policy = ckpt.policy
     else:
         policy = ActorCritic(env.observation_size, env.action_size, env.privileged_size, cfg.policy)
@@ -108,7 +85,7 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False) -> dict:
     def save(m: dict) -> None:
         meta = {"env_steps": ppo.env_steps, "iteration": ppo.iteration, "lr": ppo.lr,
                 "time_s": m.get("time_s", time_offset), "config": to_dict(cfg)}
-        save_checkpoint(out / "checkpoint", policy, spec, meta, ppo.optimizer)
+        save_run_checkpoint(out, policy, spec, meta, ppo.optimizer)
 
     last: dict = {}
 
@@ -133,43 +110,7 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False) -> dict:
 def finish_run(out: Path, cfg: TrainConfig) -> dict:
     """Evaluate the run's checkpoint (eval.json) and record one episode (eval.mp4)."""
     summary = evaluate_run(out, episodes=cfg.eval_episodes)
-    (out / "eval.json").write_text(json.dumps(summary, indent=2))
+    write_eval(out, summary)
     if cfg.video:
         record_video(out, out / "eval.mp4")
     return summary
-
-
-def load_run(run: Path) -> tuple[TrainConfig, Path]:
-    run = Path(run)
-    if not (run / "config.yaml").is_file():
-        raise FileNotFoundError(f"{run} is not a training run: config.yaml is missing")
-    raw = load_yaml(run / "config.yaml")
-    return from_dict(TrainConfig, raw, str(run / "config.yaml")), run / "checkpoint"
-
-
-def evaluate_run(run: Path, episodes: int = 10, sim: str | None = None, n_envs: int = 16, seed: int = 12345,
-                 overrides: list[str] = ()) -> dict:
-    """Deterministic evaluation of a run's checkpoint; ``overrides`` (``key=value``) adjust its config,
-    e.g. ``env.randomization.enabled=false`` or a sensor source another simulator offers."""
-    cfg, ckpt_dir = load_run(run)
-    apply_overrides(cfg, texts=overrides)
-    env = build_env(cfg, n_envs=min(n_envs, episodes), sim=sim, seed=seed, evaluation=True)
-    ckpt = load_checkpoint(ckpt_dir, expect_spec=policy_spec(env))
-    start = time.perf_counter()
-    result = evaluate(env, ckpt.policy, episodes)
-    summary = {"task": cfg.task, "sim": sim or cfg.sim, **result.summary(env.task.max_episode_return),
-               "eval_wall_s": time.perf_counter() - start, "env_steps_trained": ckpt.meta.get("env_steps")}
-    env.close()
-    return summary
-
-
-def record_video(run: Path, path: Path, sim: str | None = None, seed: int = 12345) -> Path:
-    cfg, ckpt_dir = load_run(run)
-    env = build_env(cfg, n_envs=1, sim=sim, seed=seed, evaluation=True)
-    ckpt = load_checkpoint(ckpt_dir, expect_spec=policy_spec(env))
-    result = evaluate(env, ckpt.policy, episodes=1, render=True)
-    with VideoWriter(path, fps=1.0 / env.sim.dt) as video:
-        for frame in result.frames:
-            video.write(frame)
-    env.close()
-    return path

@@ -45,12 +45,11 @@ class PolicyRunner:
 
     def __init__(self, run: Path, overrides: list[str] = (), commands: np.ndarray | None = None):
         from embody.config import apply_overrides, from_dict
-        from embody.policies.checkpoint import load_checkpoint
         from embody.robots import get_robot
+        from embody.runs import load_run, load_run_checkpoint
         from embody.sims.tasks import TASKS
-        from embody.train import load_run, policy_spec
 
-        cfg, ckpt_dir = load_run(run)
+        cfg, _ = load_run(run)
         overrides = [o for o in DEPLOY_OVERRIDES if o.split("=")[0].split(".")[1] in cfg.env] + list(overrides)
         apply_overrides(cfg, texts=overrides)
         task_cls = TASKS.get(cfg.task)
@@ -60,7 +59,7 @@ class PolicyRunner:
             raise HardwareError(f"{run}: task {cfg.task!r} uses {task_cfg.sim.control} control; deploy sends PD targets")
         self.robot = get_robot(task_cls.robot_name, **task_cls.robot_params(task_cfg, cfg.seed))
         self.task = task_cls(task_cfg, self.robot, 1, cfg.seed)
-        self.policy = load_checkpoint(ckpt_dir, expect_spec=policy_spec(self.task)).policy
+        self.policy = load_run_checkpoint(run, expect=self.task).policy
         self.commands = None if commands is None else np.asarray(commands, dtype=np.float64).reshape(1, -1)
         self.reset()
 

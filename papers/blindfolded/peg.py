@@ -513,34 +513,22 @@ def train_config(config: PegInsertConfig | None = None, seed: int = 0):
     return TrainConfig(task=PegInsert.name, sim="mujoco", n_envs=1, steps=0, seed=seed, env=env)
 
 
-def write_run(policy, out, meta: dict | None = None, config: PegInsertConfig | None = None, seed: int = 0):
-    """Write a cloned peg student as a run directory (RUN/config.yaml + RUN/checkpoint/, as
-    ``embody distill`` does) that ``embody eval RUN`` and ``embody deploy RUN --robot peg_arm
-    --target sim|real`` accept. Returns the path."""
-    from pathlib import Path
+def write_student_run(policy, out, meta: dict | None = None, config: PegInsertConfig | None = None,
+                      seed: int = 0):
+    """Write a cloned peg student as a run directory (``embody.runs.write_policy_run``: RUN/config.yaml
+    of the plain peg-insert env + RUN/checkpoint/, ``meta`` under the checkpoint's "blindfolded" key)
+    that ``embody eval RUN`` and ``embody deploy RUN --robot peg_arm --target sim|real`` accept.
+    Returns the path."""
+    from embody.runs import write_policy_run
 
-    from embody.config import save_yaml
-    from embody.policies.checkpoint import save_checkpoint
-    from embody.train import build_env, policy_spec
-
-    out = Path(out)
-    tcfg = train_config(config, seed)
-    env = build_env(tcfg, n_envs=1, evaluation=True)
-    spec = policy_spec(env)
-    env.close()
-    out.mkdir(parents=True, exist_ok=True)
-    save_yaml(tcfg, out / "config.yaml")
-    save_checkpoint(out / "checkpoint", policy, spec, {"env_steps": 0, "blindfolded": meta or {}})
-    return out
+    return write_policy_run(out, train_config(config, seed), policy, {"env_steps": 0, "blindfolded": meta or {}})
 
 
-def load_run(path):
-    """(policy, meta) of a run directory written by ``write_run``."""
-    from pathlib import Path
+def load_student_run(path):
+    """(policy, meta) of a run directory written by ``write_student_run``."""
+    from embody.runs import load_run_checkpoint
 
-    from embody.policies.checkpoint import load_checkpoint
-
-    ckpt = load_checkpoint(Path(path) / "checkpoint")
+    ckpt = load_run_checkpoint(path)
     return ckpt.policy, ckpt.meta.get("blindfolded", {})
 
 
@@ -649,12 +637,12 @@ class PegDomain:
         return PegRollouts(ep.success, ep.length, ep.peak_force)
 
     def save_policy(self, policy, path, meta: dict | None = None):
-        return write_run(policy, path, meta, self.task_config())
+        return write_student_run(policy, path, meta, self.task_config())
 
     def load_policy(self, path):
-        return load_run(path)
+        return load_student_run(path)
 
 
 __all__ = ["DELTA", "HOLE_XY_RANGE", "LEVELS", "MAX_EPISODE_STEPS", "Episodes", "SearchExpert", "TaskPegInsert",
            "PegDomain", "PegRollouts", "RandomPolicy", "ZeroPolicy", "DAGGER_ITERATIONS", "MIN_GRAD_STEPS", "collect", "dagger", "evaluate", "information_bits", "information_bits_exact", "make_config",
-           "hole_of", "load_run", "make_env", "make_expert", "run_episodes", "sample_tasks", "split_tasks", "train_config", "train_student", "write_run"]
+           "hole_of", "load_student_run", "make_env", "make_expert", "run_episodes", "sample_tasks", "split_tasks", "train_config", "train_student", "write_student_run"]

@@ -24,21 +24,20 @@ def student_run(tmp_path_factory):
     torch.set_num_threads(1)
     demos = peg.collect("informed", np.array([[0.003, -0.002]]), episodes_per_task=1, seed=0, n_envs=1)
     student = peg.train_student(demos, hidden=16, epochs=2, seq_len=16, seed=0)
-    return peg.write_run(student, tmp_path_factory.mktemp("bf-peg") / "run", {"level": "informed", "m": 1})
+    return peg.write_student_run(student, tmp_path_factory.mktemp("bf-peg") / "run", {"level": "informed", "m": 1})
 
 
 def test_the_run_directory_holds_a_peg_insert_config_and_a_loadable_student(student_run):
-    from embody.train import build_env, policy_spec, resolve_config
+    from embody.runs import build_env, load_run_checkpoint
+    from embody.train import resolve_config
 
     assert (student_run / "config.yaml").exists() and (student_run / "checkpoint").is_dir()
-    policy, meta = peg.load_run(student_run)
+    policy, meta = peg.load_student_run(student_run)
     assert meta == {"level": "informed", "m": 1}
     cfg = resolve_config("peg-insert", file=str(student_run / "config.yaml"))
     assert cfg.task == "peg-insert" and cfg.env["max_episode_steps"] == peg.MAX_EPISODE_STEPS
     env = build_env(cfg, n_envs=1, evaluation=True)
-    from embody.policies.checkpoint import load_checkpoint
-
-    load_checkpoint(student_run / "checkpoint", expect_spec=policy_spec(env))  # fits the plain peg-insert env
+    load_run_checkpoint(student_run, expect=env)  # fits the plain peg-insert env
     obs, _ = env.reset()
     assert policy.act(torch.as_tensor(obs)).shape == (1, 3)
     env.close()

@@ -216,13 +216,13 @@ def test_train_the_student_on_imported_demonstrations(datasets, tmp_path, capsys
     import torch
 
     from embody.cli import main
-    from embody.papers.blindfolded.peg import load_run
+    from embody.papers.blindfolded.peg import load_student_run
 
     plain, _ = datasets
     target = tmp_path / "human.npz"
     assert main(["blindfolded", "import", "--dataset", str(plain), "--out", str(target)]) == 0
     assert main(["blindfolded", "train", "--domain", "peg", "--demos", str(target), "--out", str(tmp_path)]) == 0
-    policy, meta = load_run(tmp_path / "models" / "human_seed0_m1")
+    policy, meta = load_student_run(tmp_path / "models" / "human_seed0_m1")
     assert meta["level"] == "human" and meta["m"] == 1 and meta["demos"] == str(target)
     obs = torch.as_tensor(demo_io.load(target).obs["obs"][:4])
     policy.reset()

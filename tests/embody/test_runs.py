@@ -1,0 +1,49 @@
+"""embody.runs: the one writer and reader of run directories."""
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from embody.config import to_dict
+from embody.policies.actor_critic import ActorCritic
+from embody.policies.checkpoint import CheckpointError
+from embody.runs import build_env, evaluate_run, load_run, load_run_checkpoint, start_run, write_policy_run
+from embody.train import resolve_config
+
+
+def test_runs_imports_without_train():
+    """train.py imports runs.py; runs.py reads TrainConfig lazily, so importing it alone must not cycle."""
+    code = "import sys, embody.runs; assert 'embody.train' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_policy_trained_elsewhere_becomes_an_evaluable_run(tmp_path):
+    cfg = resolve_config("cartpole-swingup", n_envs=2)
+    env = build_env(cfg, n_envs=1)
+    policy = ActorCritic(env.observation_size, env.action_size, env.privileged_size, cfg.policy)
+    env.close()
+    run = write_policy_run(tmp_path / "run", cfg, policy, {"env_steps": 0, "note": "x"})
+    loaded, ckpt_dir = load_run(run)
+    assert to_dict(loaded) == to_dict(cfg) and ckpt_dir == run / "checkpoint"
+    ckpt = load_run_checkpoint(run)
+    assert ckpt.meta["note"] == "x"
+    for a, b in zip(ckpt.policy.state_dict().values(), policy.state_dict().values()):
+        assert torch.equal(a, b)
+    assert evaluate_run(run, episodes=1)["task"] == "cartpole-swingup"
+
+
+def test_a_checkpoint_is_checked_against_the_env_it_is_loaded_for(tmp_path):
+    cart = resolve_config("cartpole-swingup")
+    env = build_env(cart, n_envs=1)
+    policy = ActorCritic(env.observation_size, env.action_size, env.privileged_size, cart.policy)
+    run = write_policy_run(tmp_path / "run", cart, policy)
+    load_run_checkpoint(run, expect=env)
+    env.close()
+    start_run(tmp_path / "run", resolve_config("peg-insert"))  # a config that no longer fits the checkpoint
+    cfg, _ = load_run(tmp_path / "run")
+    other = build_env(cfg, n_envs=1)
+    with pytest.raises(CheckpointError, match="different observation/action spec"):
+        load_run_checkpoint(run, expect=other)
+    other.close()
