@@ -35,7 +35,7 @@ CORE_COMMAND_MODULES = ("embody.planners.cli", "embody.sims.driving.cli")  # the
 def _list(args) -> int:
     from embody import plugins
     from embody.extras import installed_extras
-    from embody.policies.checkpoint import POLICY_CLASSES
+    from embody.policies.classes import POLICY_CLASSES
     from embody.robots import ROBOTS
     from embody.sims import SIMULATORS, installed_simulators
     from embody.sims.tasks import TASKS

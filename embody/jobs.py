@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
 
+from embody import exits
 from embody.files import write_atomic
 from embody.progress import Progress
 from embody.registry import Registry
@@ -31,7 +32,7 @@ _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._=+-]*")
 class StoreConflict(ValueError):
     """Job results that must not be pooled: another configuration's, or the same job twice."""
 
-    exit_code = 2  # embody.exits.INPUT: the command prints one line, no traceback
+    exit_code = exits.INPUT  # the command prints one line, no traceback
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ class PluginAPI:
 
     def policy(self, name: str, entry_point: str) -> None:
         """A policy class that checkpoints name (``checkpoint.json`` "class"), ``"package.module:Class"``."""
-        policies = _registry("embody.policies.checkpoint", "POLICY_CLASSES")
+        policies = _registry("embody.policies.classes", "POLICY_CLASSES")
         self._pending.append((lambda: policies.check_free(name), lambda: policies.register(name, entry_point)))
 
     def study(self, name: str, entry_point: str, command: str) -> None:

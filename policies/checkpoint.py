@@ -22,19 +22,11 @@ from typing import Any
 import torch
 
 from embody import exits
-from embody.registry import Registry
+from embody.policies.classes import POLICY_CLASSES  # noqa: F401 - re-exported
 
 FORMAT = "embody.policy"
 FORMAT_VERSION = 1
 MODEL_FILE, META_FILE = "model.safetensors", "checkpoint.json"
-
-POLICY_CLASSES: Registry = Registry("policy")
-POLICY_CLASSES.register("ActorCritic", "embody.policies.actor_critic:ActorCritic")
-POLICY_CLASSES.register("RecurrentActorCritic", "embody.policies.recurrent:RecurrentActorCritic")
-POLICY_CLASSES.register("TrajectoryMLP", "embody.policies.trajectory:TrajectoryMLP")
-POLICY_CLASSES.register("DiffusionModel", "embody.policies.diffusion:DiffusionModel")
-POLICY_CLASSES.register("QModel", "embody.policies.value:QModel")
-POLICY_CLASSES.register("OfflineAgent", "embody.policies.offline:OfflineAgent")
 
 
 class CheckpointError(ValueError):

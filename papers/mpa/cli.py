@@ -52,7 +52,10 @@ def merge_arguments(p: argparse.ArgumentParser) -> None:
 def run_merge(args) -> int:
     from .study import merge
 
-    merge([Path(s) for s in args.sources], Path(args.out), _log)
+    try:
+        merge([Path(s) for s in args.sources], Path(args.out), _log)
+    except ValueError as e:  # not a folder of seed jobs, another configuration, the same seed twice
+        raise exits.CommandError(str(e)) from None
     return exits.OK
 
 

@@ -36,6 +36,7 @@ INPUT_PATHS = {
     "drive": [["drive", "highway", "--actors", MISSING]],
     "mpa eval": [["mpa", "eval", "--models", MISSING, "--out", "{tmp}/mpa"]],
     "mpa diagnose": [["mpa", "diagnose", "--models", MISSING, "--out", "{tmp}/mpa"]],
+    "mpa merge": [["mpa", "merge", "--from", MISSING, "--out", "{tmp}/mpa"]],
     "blindfolded train": [["blindfolded", "train", "--domain", "peg", "--demos", MISSING, "--out", "{tmp}/b"]],
     "blindfolded import": [["blindfolded", "import", "--dataset", MISSING, "--out", "{tmp}/b"]],
     "blindfolded merge": [["blindfolded", "merge", "--from", MISSING, "--out", "{tmp}/b"]],

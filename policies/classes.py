@@ -1,0 +1,14 @@
+"""The policy classes a checkpoint may name (``checkpoint.json`` "policy_class"), loaded lazily.
+
+Kept apart from ``checkpoint.py`` so that plugins register theirs without importing torch.
+"""
+
+from embody.registry import Registry
+
+POLICY_CLASSES: Registry = Registry("policy")
+POLICY_CLASSES.register("ActorCritic", "embody.policies.actor_critic:ActorCritic")
+POLICY_CLASSES.register("RecurrentActorCritic", "embody.policies.recurrent:RecurrentActorCritic")
+POLICY_CLASSES.register("TrajectoryMLP", "embody.policies.trajectory:TrajectoryMLP")
+POLICY_CLASSES.register("DiffusionModel", "embody.policies.diffusion:DiffusionModel")
+POLICY_CLASSES.register("QModel", "embody.policies.value:QModel")
+POLICY_CLASSES.register("OfflineAgent", "embody.policies.offline:OfflineAgent")
