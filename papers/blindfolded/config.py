@@ -75,15 +75,15 @@ def for_scale(scale: str, seed: int = 0, domain: str = "maze") -> StudyConfig:
     if domain != "maze":
         raise ValueError(f"unknown domain {domain!r}; valid: maze, peg")
     if scale == "tiny":
-        return StudyConfig("tiny", seed, domain, MazeConfig(max_steps=100),
-                           HistoryBCConfig(hidden=64, embed=64, epochs=120, target_loss=0.02, seed=seed),
+        return StudyConfig("tiny", seed, domain, maze=MazeConfig(max_steps=100),
+                           bc=HistoryBCConfig(hidden=64, embed=64, epochs=120, target_loss=0.02, seed=seed),
                            m_values=[1, 2, 4, 8], seeds=2, heldout=32, train_eval_episodes=8)
     if scale == "paper":
         return StudyConfig("paper", seed, domain,
-                           MazeConfig(cells=6, view=3, max_steps=300, min_goal_distance=6,
-                                      levels=["informed", "region-3", "region-5", "blind", "blind-wall"]),
-                           HistoryBCConfig(hidden=128, embed=128, epochs=300, batch_episodes=16, target_loss=0.01,
-                                           seed=seed),
+                           maze=MazeConfig(cells=6, view=3, max_steps=300, min_goal_distance=6,
+                                           levels=["informed", "region-3", "region-5", "blind", "blind-wall"]),
+                           bc=HistoryBCConfig(hidden=128, embed=128, epochs=300, batch_episodes=16, target_loss=0.01,
+                                              seed=seed),
                            m_values=[1, 2, 4, 8, 16, 32], seeds=3, heldout=100, train_eval_episodes=32)
     raise ValueError(f"unknown scale {scale!r}; valid: tiny, paper")
 

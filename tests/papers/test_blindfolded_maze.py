@@ -297,3 +297,13 @@ def test_cli_merge_refuses_missing_studies(tmp_path, capsys):
     assert "required: --from" in capsys.readouterr().err
     assert main(["blindfolded", "merge", "--from", str(tmp_path / "none"), "--out", str(tmp_path)]) == 2
     assert "not a study's results" in capsys.readouterr().err
+
+
+def test_scales_set_the_fields_they_name():
+    """for_scale passes sub-configs by keyword: a field added to StudyConfig once shifted a positional
+    HistoryBCConfig into ``peg``, and maze studies silently trained with the default BC settings."""
+    from embody.papers.blindfolded.config import HistoryBCConfig, PegConfig, for_scale
+
+    for scale, hidden in (("tiny", 64), ("paper", 128)):
+        cfg = for_scale(scale)
+        assert isinstance(cfg.peg, PegConfig) and isinstance(cfg.bc, HistoryBCConfig) and cfg.bc.hidden == hidden
