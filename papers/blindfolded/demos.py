@@ -1,66 +1,94 @@
-"""Demonstrations on disk: one ``.npz`` per (information level, seed), validated on load.
+"""The study's demonstrations: a view of the core ``Demonstrations``, and its ``.npz`` file format.
 
-Fields: ``obs/<name>`` arrays (all steps of all episodes concatenated, leading axis N), ``actions`` (N, ...),
-``episode_lengths`` (E,) and ``meta`` (a JSON string: domain, level, information bits, tasks, the
-observation spec ``{name: per-step shape}``). Loading refuses a file with a missing field, an
-observation shape that differs from the spec expected (or the one the file states), an empty episode,
-no episodes, or lengths that do not add up, with one ``DatasetFormatError`` naming the file and problem.
+``Demos`` holds an ``embody.policies.datasets.Demonstrations`` (``.data``; its named observation
+parts are the study's observation spec) and shows it as the study reads it: ``obs`` {name: (N, *shape)}
+in the recorded dtypes, ``actions`` (N, ...), ``episode_lengths`` (E,), ``meta``. Episode bookkeeping
+(``episodes``, ``first``) and reading a recorded dataset (``Demonstrations.from_dataset``) are the core's.
+
+File fields (``.npz``, what ``save`` writes and every earlier study wrote): ``obs/<name>`` arrays (all
+steps of all episodes concatenated, leading axis N), ``actions`` (N, ...), ``episode_lengths`` (E,) and
+``meta`` (a JSON string: domain, level, information bits, tasks, the observation spec ``{name: per-step
+shape}``). Loading refuses a file with a missing field, an observation shape that differs from the spec
+expected (or the one the file states), an empty episode, no episodes, or lengths that do not add up, with
+one ``DatasetFormatError`` naming the file and problem. ``load`` also reads a core demonstrations file
+(``.safetensors``, ``Demonstrations.save``'s).
 """
 
 from __future__ import annotations
 
 import io
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from embody.datasets.format import DatasetFormatError
 from embody.files import write_atomic
+from embody.policies.datasets import DatasetError, Demonstrations
 
 REQUIRED = ("actions", "episode_lengths", "meta")
 
 
-@dataclass
 class Demos:
-    obs: dict[str, np.ndarray]  # name → (N, *shape)
-    actions: np.ndarray  # (N, ...)
-    episode_lengths: np.ndarray  # (E,) int
-    meta: dict = field(default_factory=dict)
+    """A view of core ``Demonstrations`` (``data``; shared, not copied) in the study's terms."""
+
+    def __init__(self, obs: dict[str, np.ndarray], actions: np.ndarray, episode_lengths: np.ndarray,
+                 meta: dict | None = None):
+        """obs {name: (N, *shape)}, actions (N, ...), episode_lengths (E,) int; ``meta`` kept as given."""
+        self.data = Demonstrations.from_arrays(obs, actions, episode_lengths, {} if meta is None else meta)
+
+    @classmethod
+    def from_demonstrations(cls, data: Demonstrations) -> Demos:
+        """The study's view of ``data``; its meta gains the ``obs_spec`` the file format states."""
+        view = cls.__new__(cls)
+        view.data = data
+        data.meta.setdefault("obs_spec", {k: list(v) for k, v in view.obs_spec.items()})
+        return view
+
+    def to_demonstrations(self) -> Demonstrations:
+        return self.data
+
+    @property
+    def obs(self) -> dict[str, np.ndarray]:  # name → (N, *shape)
+        return self.data.obs_arrays()
+
+    @property
+    def actions(self) -> np.ndarray:  # (N, ...)
+        return self.data.action_array()
+
+    @property
+    def episode_lengths(self) -> np.ndarray:  # (E,) int64
+        return self.data.episode_lengths
+
+    @property
+    def meta(self) -> dict:
+        return self.data.meta
 
     @property
     def obs_spec(self) -> dict[str, tuple[int, ...]]:
-        return {k: tuple(int(s) for s in v.shape[1:]) for k, v in self.obs.items()}
+        return self.data.parts_spec()
 
     def episodes(self) -> list[tuple[dict[str, np.ndarray], np.ndarray]]:
         """Per episode: its observation arrays and actions."""
-        ends = np.cumsum(self.episode_lengths)
-        starts = ends - self.episode_lengths
-        return [({k: v[s:e] for k, v in self.obs.items()}, self.actions[s:e]) for s, e in zip(starts, ends)]
+        return [(e.obs_arrays(), e.action_array()) for e in self.data.episodes()]
 
-    def first(self, m: int) -> "Demos":
-        """The first ``m`` episodes (the first m demonstrated tasks)."""
-        if not 1 <= m <= len(self.episode_lengths):
-            raise ValueError(f"asked for {m} episodes, the demonstrations hold {len(self.episode_lengths)}")
-        n = int(self.episode_lengths[:m].sum())
-        meta = dict(self.meta)
-        if "tasks" in meta:
-            meta["tasks"] = list(meta["tasks"])[:m]
-        return Demos({k: v[:n] for k, v in self.obs.items()}, self.actions[:n], self.episode_lengths[:m], meta)
+    def first(self, m: int) -> Demos:
+        """The first ``m`` episodes (the first m demonstrated tasks; ``meta.tasks`` cut to match)."""
+        view = Demos.from_demonstrations(self.data.first(m))
+        if "tasks" in view.meta:
+            view.meta["tasks"] = list(view.meta["tasks"])[:m]
+        return view
 
 
 def from_episodes(obs_episodes: list[dict[str, np.ndarray]], action_episodes: list[np.ndarray],
                   meta: dict | None = None) -> Demos:
+    """Demos of per-episode {name: (T, *shape)} observations and (T, ...) actions (names sorted)."""
     if not obs_episodes:
         raise ValueError("no episodes to store")
     names = sorted(obs_episodes[0])
-    obs = {k: np.concatenate([e[k] for e in obs_episodes]) for k in names}
-    meta = dict(meta or {})
-    lengths = np.array([len(a) for a in action_episodes], dtype=np.int64)
-    demos = Demos(obs, np.concatenate(action_episodes), lengths, meta)
-    demos.meta["obs_spec"] = {k: list(v) for k, v in demos.obs_spec.items()}
-    return demos
+    data = Demonstrations.from_episodes([{k: e[k] for k in names} for e in obs_episodes], action_episodes,
+                                        dict(meta or {}))
+    return Demos.from_demonstrations(data)
 
 
 def save(demos: Demos, path: str | Path) -> Path:
@@ -77,6 +105,13 @@ def load(path: str | Path, obs_spec: dict[str, tuple[int, ...]] | None = None) -
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such demonstrations file")
+    if path.suffix == ".safetensors":
+        try:
+            demos = Demos.from_demonstrations(Demonstrations.load(path))
+        except DatasetError as e:
+            raise DatasetFormatError(path, str(e).replace(f"{path}: ", "")) from None
+        _check_spec(path, demos, obs_spec, "the expected spec")
+        return demos
     try:
         with np.load(path, allow_pickle=False) as z:
             data = {k: z[k] for k in z.files}
@@ -103,13 +138,20 @@ def load(path: str | Path, obs_spec: dict[str, tuple[int, ...]] | None = None) -
     for name, arr in [*(("obs/" + k, v) for k, v in obs.items()), ("actions", data["actions"])]:
         if len(arr) != n:
             raise DatasetFormatError(path, f"{name} has {len(arr)} steps, episode_lengths add up to {n}")
-    demos = Demos(obs, data["actions"], lengths.astype(np.int64), meta)
+    try:
+        demos = Demos(obs, data["actions"], lengths.astype(np.int64), meta)
+    except (ValueError, TypeError) as e:  # e.g. a field that is not numbers
+        raise DatasetFormatError(path, str(e)) from None
     stated = {k: tuple(v) for k, v in meta.get("obs_spec", {}).items()}
-    for expected, what in ((stated, "the spec the file states"), (obs_spec, "the expected spec")):
-        if expected is None or not expected:
-            continue
-        expected = {k: tuple(v) for k, v in expected.items()}
-        if demos.obs_spec != expected:
-            raise DatasetFormatError(path, f"observation spec mismatch: the file holds {demos.obs_spec}, "
-                                     f"{what} is {expected}")
+    _check_spec(path, demos, stated, "the spec the file states")
+    _check_spec(path, demos, obs_spec, "the expected spec")
     return demos
+
+
+def _check_spec(path: Path, demos: Demos, expected: dict | None, what: str) -> None:
+    if not expected:
+        return
+    expected = {k: tuple(v) for k, v in expected.items()}
+    if demos.obs_spec != expected:
+        raise DatasetFormatError(path, f"observation spec mismatch: the file holds {demos.obs_spec}, "
+                                 f"{what} is {expected}")

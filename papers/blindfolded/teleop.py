@@ -713,7 +713,8 @@ def _open_teleop(path: Path):
 
 
 def teleop_demos(dataset_dir: str | Path, outcomes=("success",), episodes=None):
-    """A teleop dataset (``teleoperate``'s) as peg ``demos.Demos``, for ``PegDomain.train`` and the study.
+    """A teleop dataset (``teleoperate``'s) as peg ``demos.Demos``, for ``PegDomain.train`` and the study:
+    the core ``Demonstrations.from_dataset`` reads the rows, this chooses the episodes and writes the meta.
 
     Keeps the episodes whose ``embody.teleop.outcome`` is in ``outcomes`` (default: successes only),
     of ``episodes`` (dataset episode indices; default all). ``obs["obs"]`` = ``observation.state``
@@ -729,7 +730,9 @@ def teleop_demos(dataset_dir: str | Path, outcomes=("success",), episodes=None):
     when no episode is left, or when the kept ones were told different regions (convert those
     separately with ``episodes``).
     """
-    from .demos import from_episodes
+    from embody.policies.datasets import Demonstrations
+
+    from .demos import Demos
 
     path = Path(dataset_dir)
     bad = [o for o in outcomes if o not in OUTCOMES]
@@ -766,16 +769,18 @@ def teleop_demos(dataset_dir: str | Path, outcomes=("success",), episodes=None):
         if offset not in tasks:
             tasks.append(offset)
         episode_tasks.append(tasks.index(offset))
-    obs, act = ds.column("observation.state"), ds.column("action")
-    meta = {"domain": "peg", "level": human_level(region), "information_bits": region_information(region),
-            "tasks": tasks, "episode_tasks": episode_tasks,
-            "region": None if region is None else {"center": list(region.center), "half_width": region.half_width},
-            "source": "teleop", "dataset": str(path.resolve()), "dataset_episodes": keep,
-            "outcomes": [ep_outcome[i] for i in keep],
-            "expert_success": [int(ep_outcome[i] == "success") for i in selected],
-            "expert_steps": [int(hi[i] - lo[i]) for i in selected],
-            "rate_hz": int(ds.fps), "max_steps": recording.get("max_steps"), "device": recording.get("device")}
-    return from_episodes([{"obs": obs[lo[i]:hi[i]]} for i in keep], [act[lo[i]:hi[i]] for i in keep], meta)
+    data = Demonstrations.from_dataset(ds, {"obs": "observation.state"}, "action", episodes=keep)
+    data.meta = {"domain": "peg", "level": human_level(region), "information_bits": region_information(region),
+                 "tasks": tasks, "episode_tasks": episode_tasks,
+                 "region": None if region is None else {"center": list(region.center),
+                                                        "half_width": region.half_width},
+                 "source": "teleop", "dataset": str(path.resolve()), "dataset_episodes": keep,
+                 "outcomes": [ep_outcome[i] for i in keep],
+                 "expert_success": [int(ep_outcome[i] == "success") for i in selected],
+                 "expert_steps": [int(hi[i] - lo[i]) for i in selected],
+                 "rate_hz": int(ds.fps), "max_steps": recording.get("max_steps"),
+                 "device": recording.get("device")}
+    return Demos.from_demonstrations(data)
 
 
 def run_import(args) -> int:
