@@ -205,7 +205,7 @@ def test_the_import_command(datasets, tmp_path, capsys):
     capsys.readouterr()
     assert main(["blindfolded", "import", "--dataset", str(tmp_path / "nowhere"), "--out", str(target)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("embody blindfolded: error: ") and "nowhere" in err and err.count("\n") == 1
+    assert err.startswith("embody blindfolded import: error: ") and "nowhere" in err and err.count("\n") == 1
     assert main(["blindfolded", "import", "--out", str(tmp_path / "x.npz")]) == 2  # which dataset?
     assert "needs --dataset" in capsys.readouterr().err
 
