@@ -124,7 +124,7 @@ def run_distill(cfg: DistillConfig, out: Path) -> dict:
     teacher = factory(task_cfg, cfg.teacher)
     student = RecurrentActorCritic(env.observation_size, env.action_size, env.privileged_size, cfg.student)
     log = MetricsLog(out)
-    progress = Progress(cfg.dagger.iterations, label=f"distill {cfg.task}", unit="iterations")
+    progress = Progress(len(cfg.dagger.schedule()), label=f"distill {cfg.task}", unit="iterations")
     start = time.perf_counter()
 
     def on_iteration(m: dict) -> None:

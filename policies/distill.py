@@ -6,6 +6,11 @@ the student sees the observation (n, o) only. Each iteration rolls out a mixture
 the teacher's action with probability ``beta`` and the student's otherwise (per env and
 step; ``beta`` starts at 1 and decays), labels every visited state with the teacher's action,
 adds them to the dataset and retrains the student on all of it by behavior cloning.
+
+The one DAgger loop of embody: a method with its own rollouts (whole episodes on given tasks, a
+fresh teacher per round) or retraining schedule passes them as the ``rollout`` and ``bc_for`` hooks
+of ``distill`` instead of writing the loop again; ``initial`` starts from the demonstrations the
+student was cloned on.
 """
 
 from __future__ import annotations
@@ -25,35 +30,55 @@ class DAggerConfig:
     iterations: int = 10
     steps_per_iteration: int = 250  # rollout steps per env per iteration
     beta_decay: float = 0.5  # beta_i = beta_decay ** i: the teacher's share of rollout actions
+    betas: list[float] | None = None  # each iteration's beta instead (then len(betas) iterations)
     eval_steps: int = 0  # steps per env of a student-only rollout after each iteration (0: skip)
     bc: BCConfig = field(default_factory=lambda: BCConfig(epochs=10))  # retraining, each iteration
     seed: int = 0
 
     def beta(self, iteration: int) -> float:
-        return self.beta_decay**iteration
+        return self.betas[iteration] if self.betas is not None else self.beta_decay**iteration
+
+    def schedule(self) -> list[float]:
+        """The teacher's share in each iteration."""
+        return list(self.betas) if self.betas is not None else [self.beta(i) for i in range(self.iterations)]
+
+
+Rollout = Callable[[int, float], tuple[Demonstrations, dict]]  # (iteration, beta) -> (labelled rows, stats)
 
 
 def distill(env, teacher, student: torch.nn.Module, config: DAggerConfig | None = None,
-            teacher_obs: str = "privileged", progress_cb: Callable[[dict], bool | None] | None = None) -> list[dict]:
+            teacher_obs: str = "privileged", progress_cb: Callable[[dict], bool | None] | None = None,
+            initial: Demonstrations | None = None, rollout: Rollout | None = None,
+            bc_for: Callable[[int, int], BCConfig] | None = None) -> list[dict]:
     """Train ``student`` (MLP or recurrent) in place to imitate ``teacher`` (a Policy or a
     callable on tensors) on ``env``; ``progress_cb(metrics)`` may return True to stop.
 
-    Returns one dict per iteration: ``beta``, ``samples`` (aggregated), ``action_mse`` (the
-    student's deterministic action against the teacher's over this iteration's visited states,
-    before retraining on them), ``train_mse``, ``rollout_return`` (mixture episodes finished
-    in the rollout) and, with ``eval_steps``, the student's own ``student_mse`` and
+    ``initial``: demonstrations the dataset starts from (e.g. those the student was cloned on).
+    ``rollout(i, beta)`` → (labelled rows, stats): iteration i's data (default: ``rollout_mixture``,
+    ``steps_per_iteration`` steps per env of ``env`` with ``teacher``). ``bc_for(i, rows)`` → the
+    BCConfig that retrains on the ``rows`` aggregated rows (default: ``config.bc`` seeded bc.seed + i).
+
+    Returns one dict per iteration: ``beta``, ``samples`` (aggregated), the rollout's stats (default:
+    ``action_mse``, the student's deterministic action against the teacher's over this iteration's
+    visited states, before retraining on them, and ``rollout_return``, mixture episodes finished in
+    the rollout), ``train_mse`` and, with ``eval_steps``, the student's own ``student_mse`` and
     ``student_return`` (episodes finished in a rollout without the teacher: the DAgger target).
     """
     cfg = config or DAggerConfig()
     rng = np.random.default_rng(cfg.seed)
-    parts: list[Demonstrations] = []
+    if rollout is None:
+        def rollout(i: int, beta: float) -> tuple[Demonstrations, dict]:
+            return rollout_mixture(env, teacher, student, cfg.steps_per_iteration, beta, teacher_obs, rng)
+    if bc_for is None:
+        def bc_for(i: int, rows: int) -> BCConfig:
+            return replace(cfg.bc, seed=cfg.bc.seed + i)
+    parts: list[Demonstrations] = [] if initial is None else [initial]
     history: list[dict] = []
-    for i in range(cfg.iterations):
-        beta = cfg.beta(i)
-        part, stats = rollout_mixture(env, teacher, student, cfg.steps_per_iteration, beta, teacher_obs, rng)
+    for i, beta in enumerate(cfg.schedule()):
+        part, stats = rollout(i, beta)
         parts.append(part)
         data = Demonstrations.concat(parts)
-        fit = train_bc(student, data, replace(cfg.bc, seed=cfg.bc.seed + i))
+        fit = train_bc(student, data, bc_for(i, len(data)))
         metrics = {"iteration": i + 1, "beta": beta, "samples": len(data), **stats, "train_mse": fit["mse"]}
         if cfg.eval_steps:
             _, own = rollout_mixture(env, teacher, student, cfg.eval_steps, 0.0, teacher_obs, rng)

@@ -48,6 +48,7 @@ import torch
 from embody.policies.base import RandomPolicy
 from embody.policies.bc import BCConfig, train_bc
 from embody.policies.datasets import Demonstrations
+from embody.policies.distill import DAggerConfig, distill
 from embody.policies.recurrent import RecurrentActorCritic, RecurrentConfig
 from embody.robots import get_robot
 from embody.rotations import yaw_quat
@@ -412,8 +413,8 @@ def train_student(demos: Demonstrations, hidden: int = 64, epochs: int = 150, se
     """A GRU BC student (obs (n, 33) → action (n, 3), history in its state) trained on ``demos``
     by BPTT over ``seq_len`` windows (``train_bc``; the first ``seq_len // 4`` steps of a window
     that starts mid-episode are context only), then, given the expert ``level`` and the training
-    holes ``tasks`` (m, 2), refined by ``dagger``. Its ``fit`` attribute holds the last
-    train_bc result, ``dagger`` the per-iteration rollout statistics."""
+    holes ``tasks`` (m, 2), refined by ``dagger``. Its ``fit`` attribute holds the last training's
+    result (train_bc's; after DAgger, its mse), ``dagger`` the per-iteration rollout statistics."""
     torch.manual_seed(seed)
     policy = RecurrentActorCritic(demos.obs_size, demos.action_size, 0,
                                   RecurrentConfig(rnn_hidden=hidden, actor_hidden=[hidden]))
@@ -438,34 +439,43 @@ def dagger(policy, demos: Demonstrations, level: str, tasks: np.ndarray, bc: BCC
            episodes: int = 16, epochs: int | None = None, max_episode_steps: int | None = None,
            n_envs: int = 16, seed: int = 0, min_grad_steps: int = MIN_GRAD_STEPS,
            betas: list[float] | None = None) -> list[dict]:
-    """DAgger (Ross et al. 2011) on the training holes: each iteration plays ``episodes`` episodes
-    (the holes of ``tasks`` cycled) executing the expert's action with probability ``betas[i]``
-    (default 0.5^(i+1) for ``iterations`` iterations) and the student's otherwise, labels every visited state with the ``level`` expert's action (the expert
-    runs alongside on the same observations: the informed expert is stateless; a search expert
-    draws its region and tracks its spiral from the states the student visits), adds them to the
-    demonstrations and goes on training ``policy`` on all of it (``epochs``, default bc.epochs // 2,
-    the observation normalizer kept). Cloning the demonstrations alone leaves the GRU off the
+    """DAgger (Ross et al. 2011; the core loop, ``embody.policies.distill.distill``) on the training
+    holes, starting from ``demos``: each iteration plays ``episodes`` episodes (the holes of ``tasks``
+    cycled) executing the expert's action with probability ``betas[i]`` (default 0.5^(i+1) for
+    ``iterations`` iterations) and the student's otherwise, labels every visited state with the
+    ``level`` expert's action (a fresh expert each round runs alongside on the same observations: the
+    informed expert is stateless; a search expert draws its region and tracks its spiral from the
+    states the student visits), adds them to the data and goes on training ``policy`` on all of it
+    (``epochs``, default bc.epochs // 2 or more for ``min_grad_steps`` // 2 gradient steps, the
+    observation normalizer kept). Cloning the demonstrations alone leaves the GRU off the
     demonstrated states within a few steps (compounding error); measured on 2 holes, informed:
     BC 19% → DAgger 75-88% at the training holes. Appends to and returns ``policy.dagger``."""
     config = make_config(max_episode_steps)
     tasks = np.asarray(tasks, dtype=np.float64).reshape(-1, 2)
     queue = tasks[np.arange(max(episodes, len(tasks))) % len(tasks)]
     env = make_env(min(n_envs, len(queue)), seed=seed + 1000, config=config)
-    parts = [demos]
-    history = getattr(policy, "dagger", [])
-    policy.dagger = history
+    history = policy.dagger = getattr(policy, "dagger", [])
+
+    def rollout(i: int, beta: float) -> tuple[Demonstrations, dict]:
+        teacher = make_expert(level, config, seed=seed * 100 + i + 1)
+        ep = run_episodes(env, policy, queue, privileged=False, record=True, teacher=teacher, beta=beta,
+                          seed=seed * 100 + i)
+        rows = Demonstrations(torch.as_tensor(ep.obs), torch.as_tensor(ep.actions), torch.as_tensor(ep.starts), {})
+        return rows, {"rollout_success": float(ep.success.mean())}
+
+    def bc_for(i: int, rows: int) -> BCConfig:
+        n_epochs = epochs or _epochs(rows, replace(bc, epochs=max(1, bc.epochs // 2)), min_grad_steps // 2)
+        return replace(bc, epochs=n_epochs, fit_normalizer=False, seed=bc.seed + i + 1)
+
+    def record(m: dict) -> None:
+        history.append({"iteration": m["iteration"], "beta": m["beta"], "rollout_success": m["rollout_success"],
+                        "samples": m["samples"], "mse": m["train_mse"]})
+        policy.fit = {"mse": m["train_mse"]}
+
+    schedule = betas if betas is not None else [0.5 ** (i + 1) for i in range(iterations)]
     try:
-        for i, beta in enumerate(betas if betas is not None else [0.5 ** (i + 1) for i in range(iterations)]):
-            teacher = make_expert(level, config, seed=seed * 100 + i + 1)
-            ep = run_episodes(env, policy, queue, privileged=False, record=True, teacher=teacher, beta=beta,
-                              seed=seed * 100 + i)
-            parts.append(Demonstrations(torch.as_tensor(ep.obs), torch.as_tensor(ep.actions),
-                                        torch.as_tensor(ep.starts), {}))
-            data = Demonstrations.concat(parts)
-            n_epochs = epochs or _epochs(len(data), replace(bc, epochs=max(1, bc.epochs // 2)), min_grad_steps // 2)
-            policy.fit = train_bc(policy, data, replace(bc, epochs=n_epochs, fit_normalizer=False, seed=bc.seed + i + 1))
-            history.append({"iteration": i + 1, "beta": beta, "rollout_success": float(ep.success.mean()),
-                            "samples": len(data), "mse": policy.fit["mse"]})
+        distill(env, None, policy, DAggerConfig(betas=list(schedule), bc=bc), progress_cb=record, initial=demos,
+                rollout=rollout, bc_for=bc_for)
     finally:
         env.close()
     return history

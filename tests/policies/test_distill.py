@@ -108,3 +108,30 @@ def test_recurrent_student_beats_mlp_under_partial_observation():
     mlp, gru = results["mlp"], results["gru"]
     assert gru[-1] < 0.3 * gru[0], results  # DAgger fixes the recurrent student's own mistakes
     assert gru[-1] < 0.5 * mlp[-1], results  # the MLP cannot see the velocities
+
+
+def test_a_method_plugs_its_rollouts_schedule_and_retraining_into_the_one_loop():
+    """``initial`` rows, ``betas``, a ``rollout(i, beta)`` hook and a ``bc_for(i, rows)`` hook (as the
+    blindfolded peg study uses them): the loop aggregates and retrains, the hooks decide the rest."""
+    torch.manual_seed(0)
+    student = small_mlp(3, 1)
+
+    def rows(n: int) -> Demonstrations:
+        return Demonstrations(torch.randn(n, 3), torch.zeros(n, 1), torch.zeros(n, dtype=torch.bool), {})
+
+    calls, configs = [], []
+
+    def rollout(i: int, beta: float):
+        calls.append((i, beta))
+        return rows(20), {"rollout_success": 0.5}
+
+    def bc_for(i: int, n_rows: int) -> BCConfig:
+        configs.append((i, n_rows))
+        return BCConfig(epochs=30, batch_size=16, lr=1e-2, fit_normalizer=False, seed=i + 1)
+
+    cfg = DAggerConfig(iterations=99, betas=[0.5, 0.25])
+    assert cfg.schedule() == [0.5, 0.25] and cfg.beta(1) == 0.25
+    hist = distill(None, None, student, cfg, initial=rows(10), rollout=rollout, bc_for=bc_for)
+    assert calls == [(0, 0.5), (1, 0.25)] and configs == [(0, 30), (1, 50)]
+    assert [(h["samples"], h["rollout_success"]) for h in hist] == [(30, 0.5), (50, 0.5)]
+    assert hist[-1]["train_mse"] < 0.01  # the zero labels were learned
