@@ -307,3 +307,39 @@ def test_scales_set_the_fields_they_name():
     for scale, hidden in (("tiny", 64), ("paper", 128)):
         cfg = for_scale(scale)
         assert isinstance(cfg.peg, PegConfig) and isinstance(cfg.bc, HistoryBCConfig) and cfg.bc.hidden == hidden
+
+
+@pytest.mark.slow
+def test_a_killed_study_resumes_to_the_same_table(tmp_path):
+    """`embody blindfolded study` killed mid-way (SIGKILL), then rerun on the same --out: it runs only the
+    missing (seed, level) jobs and ends with the table of an uninterrupted run."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    small = ["--set", "m_values=[1,2]", "--set", "heldout=6", "--set", "train_eval_episodes=2", "--set", "bc.epochs=8"]
+
+    def study(out):
+        return [sys.executable, "-m", "embody.cli", "blindfolded", "study", "--scale", "tiny", "--out", str(out), *small]
+
+    killed = tmp_path / "killed"
+    proc = subprocess.Popen(study(killed), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 240
+    while len(list((killed / "jobs").glob("[!.]*.json"))) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done_before = len(list((killed / "jobs").glob("[!.]*.json")))
+    assert 1 <= done_before < 8 and not (killed / "results.json").exists()
+    resumed = subprocess.run(study(killed), capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resuming: {done_before} of 8 jobs" in resumed.stderr
+    whole = tmp_path / "whole"
+    assert subprocess.run(study(whole), capture_output=True, timeout=600).returncode == 0
+
+    def table(out):
+        return json.loads((out / "results.json").read_text())["summary"]["table"]
+
+    assert table(killed) == table(whole)
