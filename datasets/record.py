@@ -73,29 +73,31 @@ def scripted_or_random(env, seed: int):
 
 
 def features(env, calls: SimCalls, video: bool) -> dict:
+    """name -> feature of every per-frame group; an empty group (a task without privileged
+    observations, a robot without actuated joints) is left out rather than declared with size 0."""
     from .format import feature
 
     robot, f32 = env.task.robot, "float32"
     joints = list(robot.joint_names)
-    out = {
-        "observation.state": feature(f32, (robot.n_joints,), joints),
-        "action": feature(f32, (env.action_size,)),
-        "next.reward": feature(f32, (1,)),
-        "next.done": feature("bool", (1,)),
-        "embody.observation": feature(f32, (env.observation_size,)),
-        "embody.privileged": feature(f32, (env.privileged_size,)),
-        "embody.joint_vel": feature(f32, (robot.n_joints,), joints),
-        "embody.joint_target": feature(f32, (len(robot.actuated),), [joints[i] for i in robot.actuated]),
-        "embody.sim_state": feature("float64", (env.sim.get_state().shape[1],)),
-        "embody.physics": feature("float64", (3,), ["friction_scale", "added_base_mass", "mass_scale"]),
-        "embody.push": feature("float64", (3,), ["vx", "vy", "vz"]),  # base velocity kick before the step
-        **{f"embody.fixture.{body}": feature("float64", (7,), ["x", "y", "z", "qw", "qx", "qy", "qz"])
+    groups = {
+        "observation.state": (f32, (robot.n_joints,), joints),
+        "action": (f32, (env.action_size,), None),
+        "next.reward": (f32, (1,), None),
+        "next.done": ("bool", (1,), None),
+        "embody.observation": (f32, (env.observation_size,), None),
+        "embody.privileged": (f32, (env.privileged_size,), None),
+        "embody.joint_vel": (f32, (robot.n_joints,), joints),
+        "embody.joint_target": (f32, (len(robot.actuated),), [joints[i] for i in robot.actuated]),
+        "embody.sim_state": ("float64", (env.sim.get_state().shape[1],), None),
+        "embody.physics": ("float64", (3,), ["friction_scale", "added_base_mass", "mass_scale"]),
+        "embody.push": ("float64", (3,), ["vx", "vy", "vz"]),  # base velocity kick before the step
+        **{f"embody.fixture.{body}": ("float64", (7,), ["x", "y", "z", "qw", "qx", "qy", "qz"])
            for body in calls.fixtures},
     }
     if video:
         c = env.task.config.sim
-        out[VIDEO_KEY] = feature("video", (c.render_height, c.render_width, 3), ["height", "width", "channels"])
-    return out
+        groups[VIDEO_KEY] = ("video", (c.render_height, c.render_width, 3), ["height", "width", "channels"])
+    return {k: feature(dtype, shape, names) for k, (dtype, shape, names) in groups.items() if all(shape)}
 
 
 class SimCalls:
@@ -146,7 +148,8 @@ def record(cfg: RecordConfig) -> dict:
     obs, priv = env.reset()  # first: the fixtures the task moves are known after a reset
     meta = {"task": cfg.task, "sim": cfg.sim, "controller": str(cfg.policy) if cfg.policy else "scripted-or-random",
             "env_config": to_dict(train_cfg)["env"], "seed": cfg.seed}
-    writer = DatasetWriter(cfg.out, fps=round(1.0 / env.sim.dt), features=features(env, calls, cfg.video),
+    declared = features(env, calls, cfg.video)
+    writer = DatasetWriter(cfg.out, fps=round(1.0 / env.sim.dt), features=declared,
                            robot_type=env.task.robot.name, video_keys=(VIDEO_KEY,) if cfg.video else (),
                            recording=meta)
     buffers: list[list[dict]] = [[] for _ in range(env.n_envs)]
@@ -169,7 +172,7 @@ def record(cfg: RecordConfig) -> dict:
                          **{f"embody.fixture.{b}": p[i] for b, p in fixtures.items()}}
                 if frames is not None:
                     frame[VIDEO_KEY] = frames[i]
-                buffers[i].append(frame)
+                buffers[i].append({k: v for k, v in frame.items() if k in declared})
                 if done[i] and saved < cfg.episodes:
                     for f in buffers[i]:
                         writer.add_frame(f, task=cfg.task)

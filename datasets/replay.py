@@ -45,7 +45,9 @@ def setup_episode(env, ep: dict) -> None:
     ids, caps = np.array([0]), env.sim.capabilities
     if "embody.physics" in ep and "physics_params" in caps:
         friction, added, scale = ep["embody.physics"][0]
-        env.sim.set_physics(ids, PhysicsParams(np.array([friction]), np.array([added]), np.array([scale])))
+        # a robot without a base body (cartpole) never had mass added: setting 0 kg would be refused
+        added = np.array([added]) if env.task.robot.base_body else None
+        env.sim.set_physics(ids, PhysicsParams(np.array([friction]), added, np.array([scale])))
     for key in (k for k in ep if k.startswith("embody.fixture.")):
         if "fixture_pose" in caps:
             pose = ep[key][:1]
@@ -85,7 +87,8 @@ def dynamic(ds, sim: str) -> list[dict]:
         env.sim.set_state(ep["embody.sim_state"][:1])
         q = np.empty_like(ep["observation.state"], dtype=np.float64)
         pushes = ep.get("embody.push", np.zeros((len(q), 3)))
-        for t, target in enumerate(ep["embody.joint_target"]):
+        targets = ep["embody.joint_target"].reshape(len(q), -1)  # (T,) for a one-actuator robot
+        for t, target in enumerate(targets):
             q[t] = env.sim.state().joint_pos[0]
             if pushes[t].any():
                 env.sim.push(np.array([0]), pushes[t][None])
