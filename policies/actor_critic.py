@@ -16,6 +16,7 @@ from .networks import Normalizer, mlp
 
 @dataclass
 class ActorCriticConfig:
+    """Layer sizes, activation, initial action std and obs normalization of ``ActorCritic`` (saved in checkpoints)."""
     actor_hidden: list[int] = field(default_factory=lambda: [64, 64])
     critic_hidden: list[int] = field(default_factory=lambda: [64, 64])
     activation: str = "tanh"
@@ -24,6 +25,13 @@ class ActorCriticConfig:
 
 
 class ActorCritic(nn.Module):
+    """A diagonal Gaussian policy and a value function, as two MLPs.
+
+    Actor: obs (n, o) → action mean (n, a); the std ``exp(log_std)`` (a,) is learned but does
+    not depend on the observation. Critic: critic_obs (n, o + p) → value (n,). Both inputs go
+    through running normalizers (``obs_norm``, ``critic_norm``) that ``update_normalizers`` feeds.
+    """
+
     def __init__(self, obs_size: int, action_size: int, privileged_size: int = 0,
                  config: ActorCriticConfig | None = None):
         super().__init__()
@@ -45,16 +53,21 @@ class ActorCritic(nn.Module):
 
     @classmethod
     def from_kwargs(cls, kwargs: dict) -> "ActorCritic":
+        """Rebuild from ``init_kwargs()`` (``config`` as a dict); used by ``load_checkpoint``."""
         kwargs = dict(kwargs)
         kwargs["config"] = ActorCriticConfig(**kwargs.get("config", {}))
         return cls(**kwargs)
 
     def update_normalizers(self, obs: torch.Tensor, critic_obs: torch.Tensor) -> None:
+        """Fold obs (n, o) and critic_obs (n, o + p) into the running statistics (a no-op
+        without ``normalize_obs``)."""
         if isinstance(self.obs_norm, Normalizer):
             self.obs_norm.update(obs)
             self.critic_norm.update(critic_obs)
 
     def distribution(self, obs: torch.Tensor) -> torch.distributions.Normal:
+        """The action distribution for obs (n, o): a ``Normal`` of shape (n, a); sum
+        ``log_prob`` over the last axis for one log-likelihood per env."""
         mean = self.actor(self.obs_norm(obs))
         return torch.distributions.Normal(mean, self.log_std.exp().expand_as(mean))
 
@@ -64,6 +77,7 @@ class ActorCritic(nn.Module):
 
     @torch.no_grad()
     def act(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
+        """obs (n, o) → action (n, a): the mean when ``deterministic``, else a sample; unclipped, no gradients."""
         if deterministic:
             return self.actor(self.obs_norm(obs))
         return self.distribution(obs).sample()

@@ -23,6 +23,7 @@ LOSSES = ("mse", "gaussian-nll")
 
 @dataclass
 class BCConfig:
+    """Settings of ``train_bc``: epochs, minibatch size, optimizer, loss, and the BPTT window of recurrent policies."""
     epochs: int = 50
     batch_size: int = 256  # transitions per minibatch; recurrent: max(1, batch_size // seq_len) windows
     lr: float = 1e-3
@@ -36,6 +37,7 @@ class BCConfig:
 
 
 def is_recurrent(policy) -> bool:
+    """True for a policy with ``forward_sequence`` (trained on BPTT windows rather than shuffled pairs)."""
     return hasattr(policy, "forward_sequence")
 
 

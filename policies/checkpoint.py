@@ -58,7 +58,15 @@ def _optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torc
 
 def save_checkpoint(directory: str | Path, policy: torch.nn.Module, spec: dict, meta: dict | None = None,
                     optimizer: torch.optim.Optimizer | None = None) -> Path:
-    """Write ``policy`` (with ``init_kwargs()``) to ``directory`` atomically."""
+    """Write ``policy`` (with ``init_kwargs()``) to ``directory`` atomically; returns ``directory``.
+
+    ``model.safetensors`` holds ``policy.<state_dict key>`` and, given ``optimizer``,
+    ``optim.<param index>.<state key>`` tensors. ``checkpoint.json`` holds ``format``,
+    ``format_version``, ``policy_class`` (a ``POLICY_CLASSES`` name, needed to load it back),
+    ``policy_kwargs``, ``spec``, ``spec_hash``, ``model_sha256``, ``optimizer_param_groups`` (None
+    without an optimizer) and ``meta``. ``spec`` must be JSON-serializable; ``meta`` values that
+    are not are written as ``str``. A checkpoint already at ``directory`` is replaced.
+    """
     from safetensors.torch import save_file
 
     directory = Path(directory)
@@ -98,6 +106,10 @@ def save_checkpoint(directory: str | Path, policy: torch.nn.Module, spec: dict, 
 
 @dataclass
 class Checkpoint:
+    """What ``load_checkpoint`` returns: the policy (on the requested device, weights and
+    normalizer statistics loaded; not switched to eval mode), the spec it was trained for
+    (``checkpoint.json`` "spec"), its free-form ``meta`` (e.g. the run config), and the
+    optimizer's ``state_dict`` when one was saved, else None."""
     policy: torch.nn.Module
     spec: dict
     meta: dict
@@ -124,7 +136,13 @@ def read_meta(directory: str | Path) -> dict:
 
 
 def load_checkpoint(directory: str | Path, expect_spec: dict | None = None, device: str = "cpu") -> Checkpoint:
-    """Load and verify a checkpoint; ``expect_spec`` refuses one trained for another task."""
+    """Load and verify a checkpoint; ``expect_spec`` refuses one trained for another task.
+
+    Raises ``CheckpointError`` when ``directory`` is not an embody checkpoint, is of a newer
+    format version, its tensor file is missing or fails its sha256, its spec is not
+    ``expect_spec``, or the weights do not fit the named policy class. Tensors load straight
+    onto ``device``.
+    """
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 

@@ -30,6 +30,8 @@ class GroupedPolicy:
         self.action_size = robot.n_actions
 
     def act(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
+        """obs (n, o) → whole-body action (n, ``robot.n_actions``) in motor order, each group's
+        columns from its own policy; same dtype and device as ``obs``."""
         action = torch.zeros(obs.shape[0], self.action_size, dtype=obs.dtype, device=obs.device)
         for group, (policy, observe) in self.parts.items():
             action[:, self.index[group]] = policy.act(observe(obs), deterministic=deterministic)

@@ -47,9 +47,11 @@ class Part:
 
     @property
     def size(self) -> int:
+        """Values per step: the product of ``shape`` (1 for a scalar)."""
         return int(np.prod(self.shape, dtype=np.int64))
 
     def to_json(self) -> dict:
+        """The form kept in a demonstrations file's header: ``{"shape": [...], "dtype": "..."}``."""
         return {"shape": list(self.shape), "dtype": self.dtype}
 
     @classmethod
@@ -64,6 +66,12 @@ class Part:
 
 @dataclass
 class Demonstrations:
+    """(observation, action) rows in time order with episode boundaries; see the module docstring.
+
+    obs (N, o) float32, actions (N, a) float32, episode_starts (N,) bool (row 0 is always made a
+    start). Construction raises ValueError when the shapes disagree or ``obs_parts`` /
+    ``action_part`` do not add up to o / a.
+    """
     obs: torch.Tensor  # (N, o) float32
     actions: torch.Tensor  # (N, a) float32
     episode_starts: torch.Tensor  # (N,) bool

@@ -34,6 +34,7 @@ SCHEDULES = ("cosine", "linear")
 
 @dataclass
 class DiffusionConfig:
+    """Network, noise schedule, sampling defaults and training settings of ``DiffusionModel`` / ``train_diffusion``."""
     timesteps: int = 100  # T, DDPM training steps
     schedule: str = "cosine"  # cosine (Nichol & Dhariwal) | linear (1e-4..0.02, scaled by 1000/T)
     hidden: list[int] = field(default_factory=lambda: [256, 256, 256])
@@ -80,6 +81,7 @@ def timestep_embedding(t: torch.Tensor, size: int) -> torch.Tensor:
 
 
 def make_generator(generator: torch.Generator | int | None) -> torch.Generator | None:
+    """An int seeds a new CPU ``torch.Generator``; a generator or None is passed through."""
     return torch.Generator().manual_seed(generator) if isinstance(generator, int) else generator
 
 
@@ -112,6 +114,8 @@ class DiffusionModel(SavedModel):
         self.summary: dict = {}
 
     def fit_normalizers(self, cond: torch.Tensor, x: torch.Tensor) -> None:
+        """Set the condition and x normalizers to the statistics of cond (N, C) and x (N, *x_shape),
+        and the x0 clip range to x's normalized min/max widened by ``clip_margin``."""
         fit_normalizer(self.cond_norm, cond)
         x = x.reshape(len(x), -1)
         fit_normalizer(self.x_norm, x)
@@ -233,8 +237,10 @@ def sample_plans(model: DiffusionModel, obs: Array, base_plan: Array, n: int, dd
 
 
 def save_diffusion(directory: str | Path, model: DiffusionModel, meta: dict | None = None) -> Path:
+    """Write ``model`` as an embody checkpoint directory, atomically (see ``trajectory.save_model``)."""
     return save_model(directory, model, meta)
 
 
 def load_diffusion(directory: str | Path, device: str = "cpu") -> DiffusionModel:
+    """Load a model saved by ``save_diffusion`` (eval mode); anything else raises ``CheckpointError``."""
     return load_model(directory, DiffusionModel, device)

@@ -27,6 +27,7 @@ from .datasets import Demonstrations, as_action_fn, expert_input, reset_policy
 
 @dataclass
 class DAggerConfig:
+    """Settings of ``distill``: iterations, the teacher's share per iteration, rollout length, BC retraining."""
     iterations: int = 10
     steps_per_iteration: int = 250  # rollout steps per env per iteration
     beta_decay: float = 0.5  # beta_i = beta_decay ** i: the teacher's share of rollout actions
@@ -36,6 +37,7 @@ class DAggerConfig:
     seed: int = 0
 
     def beta(self, iteration: int) -> float:
+        """The teacher's share of rollout actions in ``iteration`` (0-based): ``betas[i]`` or ``beta_decay ** i``."""
         return self.betas[iteration] if self.betas is not None else self.beta_decay**iteration
 
     def schedule(self) -> list[float]:

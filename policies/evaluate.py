@@ -10,6 +10,9 @@ import torch
 
 @dataclass
 class EvalResult:
+    """Per-episode outcomes from ``evaluate``, in the order episodes ended, exactly ``episodes`` of
+    them: return (reward units), length (steps), whether it terminated, success where the task
+    reports it."""
     returns: list[float]
     lengths: list[int]
     terminated: list[bool] = field(default_factory=list)  # ended in a terminal state (fall, ...)
@@ -17,6 +20,10 @@ class EvalResult:
     frames: list[np.ndarray] = field(default_factory=list)  # env 0's first episode, if rendered
 
     def summary(self, max_return: float | None = None) -> dict:
+        """Aggregates as a flat dict: ``episodes``, ``return_mean`` / ``_std`` / ``_min`` / ``_max``,
+        ``length_mean``, ``terminated_fraction``; ``success_rate`` when the task reports success;
+        ``max_return`` and ``return_fraction_of_max`` when ``max_return`` is given. Needs at least one
+        episode (ValueError otherwise)."""
         r = np.asarray(self.returns)
         out = {"episodes": len(r), "return_mean": float(r.mean()), "return_std": float(r.std()),
                "return_min": float(r.min()), "return_max": float(r.max()),

@@ -37,6 +37,7 @@ class Normalizer(nn.Module):
 
     @torch.no_grad()
     def update(self, x: torch.Tensor) -> None:
+        """Fold x (..., size) into the running mean and variance; an x with no features is ignored."""
         if x.shape[-1] == 0:
             return
         x = x.reshape(-1, x.shape[-1])
@@ -50,4 +51,5 @@ class Normalizer(nn.Module):
         self.count.copy_(total)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (..., size) → ``(x - mean) / sqrt(var + eps)``, clipped to ±``clip``."""
         return ((x - self.mean) / torch.sqrt(self.var + self.eps)).clamp(-self.clip, self.clip)

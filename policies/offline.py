@@ -37,6 +37,8 @@ ALGOS = ("td3bc", "iql")
 
 @dataclass
 class OfflineRLConfig:
+    """Settings of ``train_offline``: the algorithm (``td3bc`` | ``iql``), networks, optimizer and
+    each algorithm's own hyperparameters (fields marked TD3+BC or IQL apply to that one only)."""
     algo: str = "td3bc"  # td3bc | iql
     hidden: list[int] = field(default_factory=lambda: [256, 256])
     activation: str = "relu"
@@ -335,9 +337,11 @@ def _summary(agent: OfflineAgent, data: tuple[torch.Tensor, ...], cfg: OfflineRL
 
 # -- checkpoints ------------------------------------------------------------------------------------
 def save_offline(directory: str | Path, agent: OfflineAgent, meta: dict | None = None) -> Path:
+    """Write ``agent`` as an embody checkpoint directory, atomically (see ``trajectory.save_model``)."""
     return save_model(directory, agent, meta)
 
 
 def load_offline(directory: str | Path, device: str = "cpu") -> OfflineAgent:
+    """Load an agent saved by ``save_offline`` (eval mode); anything else raises ``CheckpointError``."""
     return load_model(directory, OfflineAgent, device)
 

@@ -20,6 +20,7 @@ from .actor_critic import ActorCritic
 
 @dataclass
 class PPOConfig:
+    """Rollout length, update passes, learning-rate schedule, GAE and loss settings of ``PPO``."""
     n_steps: int = 32  # rollout length per env per iteration
     epochs: int = 5
     minibatches: int = 4
@@ -46,6 +47,8 @@ class RolloutBuffer:
         self.returns, self.advantages = z(T, n), z(T, n)
 
     def compute_gae(self, last_value: torch.Tensor, gamma: float, lam: float) -> None:
+        """Fill ``advantages`` and ``returns`` (T, n) from rewards, values and dones; ``last_value``
+        (n,) is the value of the observation after the last step."""
         gae = torch.zeros_like(last_value)
         for t in reversed(range(self.rewards.shape[0])):
             next_value = last_value if t == self.rewards.shape[0] - 1 else self.values[t + 1]
@@ -56,11 +59,20 @@ class RolloutBuffer:
         self.returns = self.advantages + self.values
 
     def flat(self) -> dict[str, torch.Tensor]:
+        """The tensors an update draws minibatches from, each flattened to (T * n, ...): ``obs``,
+        ``critic_obs``, ``actions``, ``logp``, ``values``, ``returns``, ``advantages``."""
         keys = ("obs", "critic_obs", "actions", "logp", "values", "returns", "advantages")
         return {k: getattr(self, k).flatten(0, 1) for k in keys}
 
 
 class PPO:
+    """Trains ``policy`` (moved to ``device``) on a batched env: ``learn`` loops ``collect`` then ``update``.
+
+    The env is embody's batched ``Env`` (``reset`` → (obs, privileged_obs), ``step`` → (obs,
+    reward, terminated, truncated, info), numpy arrays over ``n_envs``). ``env_steps`` and
+    ``iteration`` count what has been done, across ``learn`` calls.
+    """
+
     def __init__(self, env, policy: ActorCritic, config: PPOConfig, device: str = "cpu"):
         self.env, self.policy, self.config = env, policy.to(device), config
         self.device = torch.device(device)
@@ -77,6 +89,9 @@ class PPO:
 
     @torch.no_grad()
     def collect(self, buf: RolloutBuffer, episode_returns: list[float], episode_lengths: list[int] | None = None) -> None:
+        """Roll ``n_steps`` steps of every env into ``buf``, sampling actions and updating the
+        normalizers, then compute GAE. Continues from the last observation (the env is reset on the
+        first call only); appends each finished episode's return (and length) to the given lists."""
         cfg, env, pol = self.config, self.env, self.policy
         if self._obs is None:
             self._obs, self._critic_obs = self._tensors(*env.reset())
@@ -103,6 +118,8 @@ class PPO:
         buf.compute_gae(pol.value(self._critic_obs), cfg.gamma, cfg.lam)
 
     def update(self, buf: RolloutBuffer, progress: float) -> dict[str, float]:
+        """``epochs`` × ``minibatches`` clipped-surrogate steps on ``buf``; ``progress`` in [0, 1] drives the
+        linear learning-rate schedule. Returns the mean ``policy_loss``, ``value_loss``, ``entropy``, ``kl``."""
         cfg, pol = self.config, self.policy
         data = buf.flat()
         n = data["obs"].shape[0]

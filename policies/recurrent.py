@@ -25,6 +25,7 @@ RNN_TYPES = {"gru": nn.GRU, "lstm": nn.LSTM}
 
 @dataclass
 class RecurrentConfig:
+    """Core type and sizes, head sizes, initial action std and obs normalization of ``RecurrentActorCritic``."""
     rnn_type: str = "gru"  # gru | lstm
     rnn_hidden: int = 64
     rnn_layers: int = 1
@@ -36,6 +37,7 @@ class RecurrentConfig:
 
 
 class SequenceOutput(NamedTuple):
+    """What ``forward_sequence`` returns; shapes as commented on each field."""
     features: torch.Tensor  # (T, n, H) the core's output
     mean: torch.Tensor  # (T, n, a) the action mean
     hidden: torch.Tensor  # (L, n, S) the state after the last step
@@ -74,6 +76,7 @@ class RecurrentActorCritic(nn.Module):
 
     @classmethod
     def from_kwargs(cls, kwargs: dict) -> "RecurrentActorCritic":
+        """Rebuild from ``init_kwargs()`` (``config`` as a dict); used by ``load_checkpoint``."""
         kwargs = dict(kwargs)
         kwargs["config"] = RecurrentConfig(**kwargs.get("config", {}))
         return cls(**kwargs)

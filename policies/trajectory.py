@@ -36,6 +36,7 @@ Array = np.ndarray | torch.Tensor
 
 @dataclass
 class TrajectoryBCConfig:
+    """Network and training settings of ``train_trajectory_bc`` (and of ``train_q``, as ``QConfig``)."""
     hidden: list[int] = field(default_factory=lambda: [256, 256])
     activation: str = "silu"
     epochs: int = 200
@@ -67,6 +68,7 @@ class FitSettings(Protocol):
 
 
 class Trainable(Protocol):
+    """What ``fit_supervised`` trains: a module whose ``loss`` scores one minibatch."""
     def loss(self, *batch: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         """A scalar training loss for one minibatch (the tensors ``fit_supervised`` was given, indexed)."""
 
@@ -160,6 +162,7 @@ def output_normalizer(size: int) -> Normalizer:
 
 
 def as_tensor(x: Array, device: str | torch.device = "cpu") -> torch.Tensor:
+    """``x`` as a float32 tensor on ``device``: an array is converted, a tensor cast and moved."""
     return torch.as_tensor(np.asarray(x, dtype=np.float32) if not isinstance(x, torch.Tensor) else x,
                            dtype=torch.float32, device=device)
 
@@ -190,15 +193,19 @@ class SavedModel(nn.Module):
     SIZES: tuple[str, ...]
 
     def init_kwargs(self) -> dict:
+        """The ``SIZES`` attributes plus ``config`` as a dict: saved in ``checkpoint.json`` for ``from_kwargs``."""
         return {k: getattr(self, k) for k in self.SIZES} | {"config": asdict(self.config)}
 
     @classmethod
     def from_kwargs(cls, kwargs: dict):
+        """Rebuild an (untrained) model from ``init_kwargs()``; ``load_model`` then loads the weights."""
         kwargs = dict(kwargs)
         kwargs["config"] = cls.CONFIG(**kwargs.get("config", {}))
         return cls(**kwargs)
 
     def spec(self) -> dict:
+        """The checkpoint spec ``load_model`` checks: ``{"model": MODEL, "version": VERSION}`` plus the
+        ``SIZES`` attributes."""
         return {"model": self.MODEL, "version": self.VERSION} | {k: getattr(self, k) for k in self.SIZES}
 
 
@@ -222,6 +229,7 @@ class TrajectoryMLP(SavedModel):
         self.summary: dict = {}
 
     def fit_normalizers(self, obs: torch.Tensor, traj: torch.Tensor) -> None:
+        """Set the input and output normalizers to the statistics of obs (N, O) and traj (N, H, D)."""
         fit_normalizer(self.obs_norm, obs)
         fit_normalizer(self.out_norm, traj.reshape(len(traj), -1))
 
@@ -243,6 +251,7 @@ class TrajectoryMLP(SavedModel):
 
     @torch.no_grad()
     def act(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
+        """The ``Policy`` view: obs (B, O) → the flattened trajectory (B, H * D) in data units."""
         return self(obs).reshape(len(obs), -1)
 
     def reset(self, env_ids: torch.Tensor | None = None) -> None:
@@ -313,4 +322,5 @@ def load_model(directory: str | Path, cls: type, device: str = "cpu") -> nn.Modu
 
 
 def load_trajectory_bc(directory: str | Path, device: str = "cpu") -> TrajectoryMLP:
+    """Load a ``TrajectoryMLP`` saved by ``save_model`` (eval mode); anything else raises ``CheckpointError``."""
     return load_model(directory, TrajectoryMLP, device)

@@ -41,6 +41,7 @@ class QModel(SavedModel):
         self.summary: dict = {}
 
     def fit_normalizers(self, obs: torch.Tensor, traj: torch.Tensor, returns: torch.Tensor) -> None:
+        """Set the normalizers to the statistics of obs (N, O), traj (N, H, D) and returns (N,)."""
         fit_normalizer(self.obs_norm, obs)
         fit_normalizer(self.traj_norm, traj.reshape(len(traj), -1))
         fit_normalizer(self.ret_norm, returns[:, None])
@@ -123,8 +124,10 @@ def _q_summary(model: QModel, o: torch.Tensor, t: torch.Tensor, r: torch.Tensor,
 
 
 def save_q(directory: str | Path, model: QModel, meta: dict | None = None) -> Path:
+    """Write ``model`` as an embody checkpoint directory, atomically (see ``trajectory.save_model``)."""
     return save_model(directory, model, meta)
 
 
 def load_q(directory: str | Path, device: str = "cpu") -> QModel:
+    """Load a model saved by ``save_q`` (eval mode); anything else raises ``CheckpointError``."""
     return load_model(directory, QModel, device)
