@@ -1,9 +1,21 @@
 """Cyclone DDS plumbing shared by the Unitree driver and the simulated robots (extra ``hardware``).
 
-One DDS domain per (process, domain id), bound to one network interface. On loopback ("lo")
-multicast is off and the peer is 127.0.0.1, which is how two processes on one machine find
-each other without a network; on a robot's interface discovery uses multicast as the vendor's
-SDK does.
+One DDS domain per (process, domain id), bound to one network interface. On a robot's
+interface discovery uses multicast, as the vendor's SDK does. On loopback ("lo") embody's
+participant listens and speaks both ways a client on this machine may discover:
+
+- multicast, left at Cyclone's default, which meets a client configured as the vendor's SDK
+  configures itself (``ChannelFactoryInitialize(0, "lo")``: the interface named, multicast
+  "default", no peers, no participant index). Linux's ``lo`` lacks the MULTICAST flag but carries
+  multicast; cyclonedds ≥ 0.11 tries it and uses it, so such a client sends SPDP to the multicast
+  group only and listens on an ephemeral unicast port (the vendor's 0.10.x believes the flag,
+  turns multicast off, and falls back to the next item with participant indices 0–9);
+- unicast: a well-known port (participant index auto) and 127.0.0.1 as a peer, which meets a
+  client with multicast off (the settings our README gives) and the vendor's 0.10.x on such a
+  ``lo``.
+
+Before, multicast was off on "lo": a vendor-configured client (multicast, no peers) and embody
+then never heard each other's SPDP, so neither discovered the other.
 """
 
 from __future__ import annotations
@@ -21,14 +33,12 @@ _PARTICIPANTS: dict[int, tuple[str, object, object]] = {}  # domain -> (iface, D
 
 def dds_config(iface: str) -> str:
     """The Cyclone DDS XML configuration that binds a domain to ``iface``."""
-    if iface == "lo":
-        general = "<AllowMulticast>false</AllowMulticast>"
+    discovery = ""
+    if iface == "lo":  # multicast stays on (default) for vendor-configured clients; unicast for the rest
         discovery = ("<ParticipantIndex>auto</ParticipantIndex><MaxAutoParticipantIndex>60</MaxAutoParticipantIndex>"
                      "<Peers><Peer address=\"127.0.0.1\"/></Peers>")
-    else:
-        general, discovery = "", ""
     return (f"<CycloneDDS><Domain Id=\"any\"><General><Interfaces><NetworkInterface name=\"{iface}\"/>"
-            f"</Interfaces>{general}</General><Discovery>{discovery}</Discovery></Domain></CycloneDDS>")
+            f"</Interfaces></General><Discovery>{discovery}</Discovery></Domain></CycloneDDS>")
 
 
 def check_interface(iface: str) -> None:
