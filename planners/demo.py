@@ -32,6 +32,8 @@ DEFAULT_PROBLEM = """(define (problem demo) (:domain tabletop)
 
 @dataclass(frozen=True)
 class DemoConfig:
+    """Settings of ``run_demo`` (``embody plan demo``): the problem, an optional instruction or
+    library, video, an injected failure, the planner."""
     problem: str | None = None  # a problem file; None: DEFAULT_PROBLEM (far block into drawer, tower, peg)
     instruction: str | None = None  # the goal as an instruction (rule-based grounding) instead of the problem's
     library: str | None = None  # plan with domains retrieved from this library; None: the reference domain

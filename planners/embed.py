@@ -21,6 +21,7 @@ from embody.extras import require
 
 
 class Embedder(Protocol):
+    """Turns names and instructions into unit vectors whose dot product is their similarity; ``name`` identifies it."""
     name: str
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -34,6 +35,10 @@ def humanize(name: str) -> str:
 
 
 class MiniLMEmbedder:
+    """all-MiniLM-L6-v2, D = 384; raises ``MissingExtra`` (naming ``embed``) when the wheel is not installed.
+
+    Loads in ~10 s: get it through ``get_embedder`` rather than building one per use.
+    """
     name = "minilm"
 
     def __init__(self, device: str = "cpu"):
@@ -44,6 +49,7 @@ class MiniLMEmbedder:
         self._cache: dict[str, np.ndarray] = {}
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """(N,) texts → (N, 384) float32 unit rows; each distinct text is embedded once per instance."""
         new = sorted({t for t in texts if t not in self._cache})
         if new:
             vecs = self._model.encode(new, normalize_embeddings=True, show_progress_bar=False)
@@ -52,10 +58,12 @@ class MiniLMEmbedder:
 
 
 class LexicalEmbedder:
+    """Hashed character trigrams, D = ``dim`` (512): no model, no extra; similar spelling, not meaning."""
     name = "lexical"
     dim = 512
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """(N,) texts → (N, 512) float32 unit rows; case-insensitive."""
         out = np.zeros((len(texts), self.dim), np.float32)
         for i, t in enumerate(texts):
             padded = f"  {t.lower()} "

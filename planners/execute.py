@@ -60,6 +60,7 @@ class ExecutionReport:
 
 
 def ground(atoms: frozenset[Atom], binding: dict[str, str]) -> frozenset[Atom]:
+    """``atoms`` with every variable in ``binding`` replaced by its object (other arguments unchanged)."""
     return frozenset(Atom(a.predicate, tuple(binding.get(x, x) for x in a.args)) for a in atoms)
 
 
@@ -85,6 +86,7 @@ class _Video:
             self.writer = VideoWriter(path, fps=fps)
 
     def flush(self) -> None:
+        """Write the scene's frames so far and clear them from the scene."""
         if self.writer is None:
             return
         for frame in self.scene.frames:
@@ -93,6 +95,7 @@ class _Video:
         self.scene.clear_frames()
 
     def close(self) -> Path | None:
+        """Flush and close the file; returns its path, or None when no video was asked or no frame came."""
         if self.writer is None:
             return None
         self.flush()

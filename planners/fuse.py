@@ -49,6 +49,7 @@ class FusionConflict(PDDLError):
 
 @dataclass(frozen=True)
 class FusionConfig:
+    """Settings of ``fuse``: the embedder, the merge thresholds and bonus, and what to do on a conflict."""
     embedder: str = "minilm"  # "minilm" | "lexical"
     type_threshold: float = 0.75  # score (name similarity + bonus) to merge two types
     predicate_threshold: float = 0.6  # ... two predicates with the same signature
@@ -58,6 +59,7 @@ class FusionConfig:
 
 @dataclass(frozen=True)
 class Merge:
+    """One recorded merge or rename of ``fuse``: what was merged (``domain:name`` each), into what, and why."""
     kind: str  # "type" | "predicate" | "operator" | "rename"
     sources: tuple[str, ...]  # "domain:name" of everything merged
     into: str
@@ -69,6 +71,13 @@ class Merge:
 
 @dataclass
 class Fusion:
+    """What ``fuse`` returns: the fused ``domain`` and how it came about.
+
+    ``renames[source]``: ``{"types" | "predicates" | "actions": {source name: fused name}}``;
+    ``merges``: every merge and rename; ``conflicts``: messages for contradicting operators kept
+    apart; ``causal_edges``: (operator A, operator B, predicate A adds and B requires);
+    ``sources[operator]``: the ``"domain:action"`` it came from.
+    """
     domain: Domain
     renames: dict[str, dict[str, dict[str, str]]]  # source -> {"types"|"predicates"|"actions": {name: fused name}}
     merges: list[Merge]
@@ -81,17 +90,21 @@ class Fusion:
         return self.sources[action][0].split(":", 1)[1] if action in self.sources else action
 
     def summary(self) -> dict:
+        """Counts: ``domain`` (its name), ``operators``, ``predicates``, ``types``, ``causal_edges``,
+        ``merges``, ``conflicts``."""
         d = self.domain
         return {"domain": d.name, "operators": len(d.operators), "predicates": len(d.predicates),
                 "types": len(d.types), "causal_edges": len(self.causal_edges), "merges": len(self.merges),
                 "conflicts": len(self.conflicts)}
 
     def to_json(self) -> dict:
+        """The fusion report: ``summary``, ``renames``, ``merges``, ``conflicts``, ``causal_edges``, ``sources``."""
         return {"summary": self.summary(), "renames": self.renames, "merges": [asdict(m) for m in self.merges],
                 "conflicts": self.conflicts, "causal_edges": [list(e) for e in self.causal_edges],
                 "sources": self.sources}
 
     def save_report(self, path: str | Path) -> Path:
+        """Write ``to_json()`` to ``path`` (atomically); returns the path."""
         return write_atomic(path, json.dumps(self.to_json(), indent=1))
 
 

@@ -201,9 +201,11 @@ class _Scene:
         self.clause_start = 0  # refs[clause_start:] are named in the current clause
 
     def of_type(self, typ: str) -> list[str]:
+        """The scene's objects of type ``typ``, sorted."""
         return sorted(o for o, t in self.objects.items() if t == typ)
 
     def the(self, typ: str, phrase: str) -> str:
+        """The one object of type ``typ``; LanguageError when there is none or more than one."""
         found = self.of_type(typ)
         if not found:
             raise LanguageError(f"{phrase!r} in {self.instruction!r}: there is no {typ} in the scene")
@@ -213,6 +215,7 @@ class _Scene:
         return found[0]
 
     def slot(self, name: str) -> str:
+        """Record a reference to object ``name``; returns its ``<i>`` slot."""
         self.refs.append(name)
         return f"<{len(self.refs) - 1}>"
 

@@ -57,6 +57,7 @@ class LearningError(ValueError):
 
 @dataclass(frozen=True)
 class Step:
+    """One demonstrated step: the action, its object arguments and the complete ground states before and after it."""
     action: str
     args: tuple[str, ...]
     before: frozenset[Atom]
@@ -65,6 +66,7 @@ class Step:
 
 @dataclass
 class Trace:
+    """One demonstration: its objects (name → type) and its steps in order."""
     name: str
     objects: dict[str, str]  # object -> type
     steps: list[Step] = field(default_factory=list)

@@ -50,12 +50,15 @@ Params = tuple[tuple[str, str], ...]  # ((var, type), ...)
 
 @dataclass(frozen=True)
 class Predicate:
+    """A predicate's name and its typed parameters ``((?var, type), ...)``."""
     name: str
     params: Params = ()
 
 
 @dataclass(frozen=True)
 class Operator:
+    """A STRIPS action schema: typed parameters ``((?var, type), ...)``; preconditions, add and
+    delete effects as atoms over those variables."""
     name: str
     params: Params
     preconditions: frozenset[Atom]
@@ -65,18 +68,21 @@ class Operator:
 
 @dataclass(frozen=True)
 class Domain:
+    """A typed STRIPS domain; ``types`` lists the declared types, each a direct subtype of ``object``."""
     name: str
     types: tuple[str, ...]
     predicates: tuple[Predicate, ...]
     operators: tuple[Operator, ...]
 
     def predicate(self, name: str) -> Predicate:
+        """The predicate called ``name``; KeyError if there is none."""
         for p in self.predicates:
             if p.name == name:
                 return p
         raise KeyError(name)
 
     def operator(self, name: str) -> Operator:
+        """The operator called ``name``; KeyError if there is none."""
         for o in self.operators:
             if o.name == name:
                 return o
@@ -85,6 +91,7 @@ class Domain:
 
 @dataclass(frozen=True)
 class Problem:
+    """Objects (name → type), the ground initial state (closed world) and the goal (ground atoms, a conjunction)."""
     name: str
     domain_name: str
     objects: dict[str, str] = field(hash=False)
@@ -281,6 +288,7 @@ def to_up_problem(domain: Domain, problem: Problem):
 
 
 def read_text(path: str | Path) -> str:
+    """The file's text; PDDLError naming the file when it cannot be read."""
     try:
         return Path(path).read_text()
     except OSError as e:
@@ -591,4 +599,5 @@ def write_domain(domain: Domain, path: str | Path) -> Path:
 
 
 def write_problem(problem: Problem, path: str | Path) -> Path:
+    """Write ``problem`` (atomically: an existing file is replaced whole or not at all)."""
     return write_atomic(path, problem_to_pddl(problem))

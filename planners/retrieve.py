@@ -34,6 +34,7 @@ from .solve import Plan, solve
 
 @dataclass(frozen=True)
 class RetrievalConfig:
+    """How many atomics ``retrieve`` takes for their description alone, above which similarity, and at most in all."""
     text_top_k: int = 1  # atomics taken for their description alone (0: none)
     text_threshold: float = 0.35  # ... if at least this similar to the instruction
     max_domains: int = 12
@@ -41,6 +42,7 @@ class RetrievalConfig:
 
 @dataclass
 class Atomic:
+    """An atomic domain of a library as listed in ``library.json``."""
     name: str
     file: str  # relative to the library folder
     description: str = ""
@@ -50,6 +52,7 @@ class Atomic:
 
 @dataclass
 class Retrieval:
+    """What ``retrieve`` chose: atomic names in order, why each (name → reason), and whether the goal is reachable."""
     selected: list[str]  # atomic names, in the order chosen
     reasons: dict[str, str]
     goal_reachable: bool  # under the delete relaxation, with the selected atomics
@@ -57,6 +60,8 @@ class Retrieval:
 
 @dataclass
 class TaskPlan:
+    """What ``plan_task`` returns: the plan in the meta-domain's names, the same steps named by
+    skill, the retrieval, the meta-domain's fusion, and notes (e.g. atoms dropped from the problem)."""
     plan: Plan  # in the meta-domain's names
     skills: tuple[Atom, ...]  # the same steps, each action named as in its source domain (the skill)
     retrieval: Retrieval
@@ -168,6 +173,10 @@ def resolve_problem(problem: Problem, domain: Domain, renames: dict | None = Non
 
 
 class Library:
+    """Atomic domains, their fusion into one unified vocabulary, and task planning over them
+    (folder layout in the module docstring). ``root``: the folder it was loaded from or saved to
+    (None for one built and not saved yet)."""
+
     def __init__(self, root: Path | None, atomics: list[Atomic], domains: dict[str, Domain], fusion: Fusion,
                  cfg: FusionConfig):
         self.root, self.atomics, self.domains, self.fusion, self.cfg = root, atomics, domains, fusion, cfg
@@ -177,6 +186,8 @@ class Library:
     def build(cls, domains: Sequence[Domain], descriptions: dict[str, str] | None = None,
               sources: dict[str, str] | None = None, issues: dict[str, list[str]] | None = None,
               cfg: FusionConfig = FusionConfig()) -> Library:
+        """A library (not yet saved) of ``domains`` (distinct names), fused with ``cfg``; the optional maps
+        are keyed by domain name. Raises what ``fuse`` raises (``FusionConflict``, ``PDDLError``)."""
         descriptions, sources, issues = descriptions or {}, sources or {}, issues or {}
         fusion = fuse(domains, "unified", cfg)
         atomics = [Atomic(d.name, f"atomic/{d.name}.pddl", descriptions.get(d.name, ""), sources.get(d.name, ""),
@@ -184,6 +195,8 @@ class Library:
         return cls(None, atomics, {d.name: d for d in domains}, fusion, cfg)
 
     def save(self, root: str | Path) -> Path:
+        """Write the library to ``root`` (layout in the module docstring) and return it; every file is
+        written atomically and ``library.json`` last, so a folder without it is not a library."""
         root = Path(root)
         for a in self.atomics:
             write_domain(self.domains[a.name], root / a.file)
@@ -196,6 +209,8 @@ class Library:
 
     @classmethod
     def load(cls, root: str | Path) -> Library:
+        """Read a library saved by ``save`` and re-fuse its atomics; PDDLError when ``library.json`` is
+        missing or malformed or an atomic domain does not parse."""
         root = Path(root)
         try:
             meta = json.loads((root / "library.json").read_text())
@@ -284,7 +299,11 @@ class Library:
 
     def plan_task(self, problem: Problem, instruction: str | None = None, planner: str = "fast-downward",
                   timeout_s: float = 60.0, fallback: bool = True) -> TaskPlan:
-        """Resolve ``problem`` (any vocabulary) → retrieve → fuse the meta-domain → plan → skill names."""
+        """Resolve ``problem`` (any vocabulary) → retrieve → fuse the meta-domain → plan → skill names.
+
+        Raises ``PDDLError`` when the goal cannot be expressed in the library's vocabulary, and
+        what ``solve`` raises (``NoPlan``, ``PlanTimeout``, ``PlannerUnavailable``, ``PlanningError``).
+        """
         resolved, notes = self.resolve_problem(problem)
         retrieval = self.retrieve(resolved, instruction)
         meta = self.meta_domain(retrieval.selected)

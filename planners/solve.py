@@ -51,6 +51,7 @@ class NoPlan(PlanningError):
 
 @dataclass(frozen=True)
 class Plan:
+    """A validated plan: steps as Atom(action, *args), the planner that found it, planning + validation time (s)."""
     steps: tuple[Atom, ...]  # (action, args) in order; Atom reused as a name + arguments pair
     planner: str
     time_s: float  # wall time of planning + validation

@@ -49,23 +49,28 @@ def radius(p: np.ndarray) -> float:
 
 
 def on_block(w: World, top: str, below: str) -> bool:
+    """``on top below``: not held, one block height (±ON_TOL) above and within ON_XY of ``below``."""
     d = w.pos(top) - w.pos(below)
     return top != w.held() and abs(d[2] - L.BLOCK) < ON_TOL and math.hypot(d[0], d[1]) < ON_XY
 
 
 def on_table(w: World, b: str) -> bool:
+    """``ontable``: not held, not in the drawer, its centre BLOCK/2 (±REST_TOL) above the table."""
     return b != w.held() and not w.in_drawer(b) and abs(w.pos(b)[2] - L.BLOCK / 2) < REST_TOL
 
 
 def is_clear(w: World, b: str) -> bool:
+    """``clear``: not held, not in the drawer, no block on it."""
     return b != w.held() and not w.in_drawer(b) and not any(on_block(w, o, b) for o in w.blocks if o != b)
 
 
 def reachable(w: World, b: str) -> bool:
+    """``reachable``: within REACH_RADIUS of the arm's base axis, or not resting on the table."""
     return radius(w.pos(b)) <= L.REACH_RADIUS or not on_table(w, b)
 
 
 def peg_bottom(w: World, p: str) -> float:
+    """Height (m) of the peg's lowest point above the table top (z = 0)."""
     axis = w.rot(p)[:, 2]
     return float(w.pos(p)[2] - L.PEG_LENGTH / 2 * abs(axis[2]))
 
@@ -85,10 +90,12 @@ def peg_in_hole(w: World, p: str, h: str, depth: float) -> bool:
 
 
 def drawer_open(w: World) -> bool:
+    """``drawer-open``: the slide out by at least OPEN_FRACTION of its travel."""
     return w.drawer_q() >= OPEN_FRACTION * L.DRAWER_TRAVEL
 
 
 def drawer_closed(w: World) -> bool:
+    """``drawer-closed``: the slide out by at most CLOSED_TOL (m)."""
     return w.drawer_q() <= CLOSED_TOL
 
 

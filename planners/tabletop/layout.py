@@ -80,6 +80,7 @@ SQUEEZE = 0.004  # fingers are driven this far inside the object: ~4 N of grip f
 
 
 def polar(r: float, angle: float, z: float) -> tuple[float, float, float]:
+    """The point ``r`` m from the arm's base axis at ``angle`` (rad from +x), height ``z`` (m)."""
     return (r * math.cos(angle), r * math.sin(angle), z)
 
 

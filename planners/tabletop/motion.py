@@ -172,4 +172,5 @@ class Arm:
         self.wait(seconds)
 
     def wait(self, seconds: float) -> None:
+        """Step the physics for ``seconds`` of sim time (at least one step), holding the current command."""
         self.world.step(max(1, round(seconds / self.world.model.opt.timestep)))

@@ -31,6 +31,7 @@ HOME_AT = (0.38, 0.05, Z_SAFE + 0.05)  # grip point with an empty hand
 
 
 def check_objects(objects: dict[str, str]) -> None:
+    """Raise SceneError naming every unsupported type, malformed name, and type with more objects than fit."""
     problems = [f"{n}: type {t!r} is not supported (block, drawer, peg, hole)"
                 for n, t in objects.items() if t not in LIMITS]
     problems += [f"{n!r} is not a PDDL object name" for n in objects if not re.fullmatch(r"[A-Za-z][\w-]*", n)]

@@ -64,6 +64,7 @@ class TabletopScene:
         self._world.capture()
 
     def objects(self) -> dict[str, str]:
+        """The scene's objects, name → type (a copy); SceneError before ``setup``."""
         return dict(self._need().objects)
 
     def facts(self) -> frozenset[Atom]:
@@ -76,6 +77,7 @@ class TabletopScene:
         return self._frames
 
     def clear_frames(self) -> None:
+        """Drop the captured frames (callers that stream them to video do this after each write)."""
         self._frames.clear()
 
     @property
@@ -148,6 +150,7 @@ class TabletopScene:
         self._arm.wait(0.5)
 
     def close(self) -> None:
+        """Free the renderer; safe to call twice or before ``setup``."""
         if self._world is not None:
             self._world.close()
 

@@ -58,6 +58,7 @@ def square(yaw: float) -> float:
 
 
 def bearing(p) -> float:
+    """Heading (rad) of point ``p`` seen from the arm's base axis."""
     return math.atan2(p[1], p[0])
 
 
@@ -165,6 +166,7 @@ def _empty(w: World) -> SkillResult | None:
 
 
 def pick_up(w: World, arm: Arm, b: str) -> SkillResult:
+    """``pick-up b``: grasp a clear, reachable block from the table."""
     if (r := _empty(w)) or not F.on_table(w, b) or not F.is_clear(w, b):
         return r or _fail(f"{b} is not a clear block on the table")
     if not F.reachable(w, b):
@@ -180,6 +182,7 @@ def _pick_block(w: World, arm: Arm, b: str, step: float = math.pi / 2, prefer: f
 
 
 def put_down(w: World, arm: Arm, b: str) -> SkillResult:
+    """``put-down b``: place the held block on a free table slot within reach."""
     if r := _holding(w, b):
         return r
     slot = free_table_slot(w, b)
@@ -193,6 +196,7 @@ def put_down(w: World, arm: Arm, b: str) -> SkillResult:
 
 
 def stack(w: World, arm: Arm, b1: str, b2: str) -> SkillResult:
+    """``stack b1 b2``: place the held ``b1`` on ``b2``, a clear block on the table or on a tower."""
     if r := _holding(w, b1):
         return r
     if b1 == b2 or not F.is_clear(w, b2) or not (F.on_table(w, b2) or any(F.on_block(w, b2, o) for o in w.blocks)):
@@ -205,6 +209,7 @@ def stack(w: World, arm: Arm, b1: str, b2: str) -> SkillResult:
 
 
 def unstack(w: World, arm: Arm, b1: str, b2: str) -> SkillResult:
+    """``unstack b1 b2``: grasp the clear ``b1`` off ``b2``."""
     if (r := _empty(w)) or not F.on_block(w, b1, b2) or not F.is_clear(w, b1):
         return r or _fail(f"{b1} is not a clear block on {b2}")
     return _pick_block(w, arm, b1)
@@ -269,6 +274,7 @@ def close_drawer(w: World, arm: Arm, d: str) -> SkillResult:
 
 
 def put_in_drawer(w: World, arm: Arm, b: str, d: str) -> SkillResult:
+    """``put-in-drawer b d``: place the held block in a free slot of the open drawer."""
     if r := _holding(w, b):
         return r
     if not F.drawer_open(w):
@@ -286,6 +292,7 @@ def put_in_drawer(w: World, arm: Arm, b: str, d: str) -> SkillResult:
 
 
 def take_from_drawer(w: World, arm: Arm, b: str, d: str) -> SkillResult:
+    """``take-from-drawer b d``: grasp block ``b`` out of the open drawer."""
     if (r := _empty(w)) or not w.in_drawer(b):
         return r or _fail(f"{b} is not in {d}")
     if not F.drawer_open(w):
@@ -297,6 +304,7 @@ def take_from_drawer(w: World, arm: Arm, b: str, d: str) -> SkillResult:
 
 
 def pick_peg(w: World, arm: Arm, p: str) -> SkillResult:
+    """``pick-peg p``: grasp a peg standing on the table by its top."""
     if (r := _empty(w)) or not F.peg_standing(w, p):
         return r or _fail(f"{p} is not standing on the table")
     at = w.pos(p)
@@ -305,6 +313,7 @@ def pick_peg(w: World, arm: Arm, p: str) -> SkillResult:
 
 
 def insert_peg(w: World, arm: Arm, p: str, h: str) -> SkillResult:
+    """``insert-peg p h``: lower the held peg into the free hole ``h`` until it rests on the bottom."""
     if r := _holding(w, p):
         return r
     if any(F.peg_in_hole(w, o, h, 0.005) for o in w.pegs if o != p):

@@ -59,6 +59,7 @@ class World:
 
     # -- objects -------------------------------------------------------------------------
     def body(self, name: str) -> int:
+        """MuJoCo body id of object ``name``."""
         return self.model.body(f"obj_{name}").id
 
     def pos(self, name: str) -> np.ndarray:
@@ -117,6 +118,7 @@ class World:
         d.eq_active[i] = 1
 
     def release(self) -> None:
+        """Deactivate every grasp weld (the fingers stay where they are)."""
         self.data.eq_active[:] = 0
 
     def fingers(self) -> np.ndarray:
@@ -134,6 +136,7 @@ class World:
 
     # -- time ----------------------------------------------------------------------------
     def step(self, n: int = 1) -> None:
+        """Advance the physics ``n`` steps, capturing a frame every 1/fps of sim time when rendering."""
         for _ in range(n):
             mujoco.mj_step(self.model, self.data)
             self._steps += 1
@@ -141,11 +144,13 @@ class World:
                 self.capture()
 
     def capture(self) -> None:
+        """Append the current camera image to ``frames`` (nothing without rendering)."""
         if self._renderer is not None:
             self._renderer.update_scene(self.data, self._camera)
             self.frames.append(self._renderer.render())
 
     def close(self) -> None:
+        """Free the renderer; safe to call twice."""
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
