@@ -18,10 +18,9 @@ import numpy as np
 from embody.robots import RobotSpec
 from embody.rotations import quat_mul, quat_rotate
 
+from ..adapter import tracking_eye
 from ..base import SimConfig
 from .simulator import make_scene
-
-AZIMUTH, ELEVATION, DISTANCE = np.radians(135.0), np.radians(-20.0), 2.5  # × extent, as the MuJoCo adapter
 
 
 class Renderer:
@@ -68,9 +67,7 @@ class Renderer:
         else:  # MuJoCo's tracking camera looks at the subtree centre of mass of the base
             com = self.entity.get_links_pos([self.base], ref=self.gs.link_ref_frame.root_COM)
             lookat = com.reshape(3).cpu().numpy().astype(np.float64)
-        c = np.cos(ELEVATION)
-        forward = np.array([c * np.cos(AZIMUTH), c * np.sin(AZIMUTH), np.sin(ELEVATION)])
-        pos = lookat - DISTANCE * float(self.model.stat.extent) * forward
+        pos = tracking_eye(lookat, float(self.model.stat.extent))
         self.default.set_pose(pos=pos, lookat=lookat, up=(0.0, 0.0, 1.0))
         return self.default
 

@@ -55,6 +55,17 @@ from embody.extras import require
 from embody.robots import PrivilegedState, RobotSpec, RobotState
 from embody.rotations import quat_mul, quat_rotate, quat_rotate_inverse
 
+from ..adapter import (
+    PhysicsTable,
+    checked_command,
+    close_quietly,
+    fixed_base_privileged,
+    free_joint_privileged,
+    full_torque,
+    record_divergence,
+    select_envs,
+    write_free_joint,
+)
 from ..base import InitState, ModelError, PhysicsParams, SimConfig
 from ..mujoco.model import build_model, load_spec
 
@@ -212,7 +223,7 @@ class GenesisSimulator:
         return np.concatenate([self._time[:, None], qpos, vel], axis=1)
 
     def set_state(self, state: np.ndarray, env_ids: np.ndarray | None = None) -> None:
-        ids = np.arange(self.n_envs) if env_ids is None else np.asarray(env_ids, dtype=np.int64)
+        ids = select_envs(self.n_envs, env_ids)
         state = np.asarray(state, dtype=np.float64).reshape(len(ids), -1)
         nq = self.entity.n_qs
         self._write(ids, state[:, 1 : 1 + nq], state[:, 1 + nq :], state[:, 0])
@@ -226,16 +237,8 @@ class GenesisSimulator:
         vel = np.zeros((k, self.entity.n_dofs))
         qpos[:, self._q] = init.joint_pos
         vel[:, self._v] = init.joint_vel
-        b, v = self._free_q, self._free_v
-        if b is not None:  # Genesis' free joint is MuJoCo's: world linear, body angular velocity
-            if init.base_pos is not None:
-                qpos[:, b : b + 3] = init.base_pos
-            if init.base_quat is not None:
-                qpos[:, b + 3 : b + 7] = init.base_quat
-            if init.base_lin_vel is not None:
-                vel[:, v : v + 3] = init.base_lin_vel
-            if init.base_ang_vel is not None:
-                vel[:, v + 3 : v + 6] = init.base_ang_vel
+        if self._free_q is not None:  # Genesis' free joint is MuJoCo's: world linear, body angular velocity
+            write_free_joint(qpos, vel, self._free_q, self._free_v, init)
         self._write(ids, qpos, vel, 0.0)
 
     # -- domain randomization -------------------------------------------------------------
@@ -248,7 +251,7 @@ class GenesisSimulator:
         self._inertia0 = e.get_links_inertia(envs_idx=env0).reshape(e.n_links, 3, 3)  # in each inertial frame
         self._base_link = next(j.link.idx_local for j in e.joints if j.type == self._gs.JOINT_TYPE.FREE) \
             if self.robot.floating_base else None
-        self._mass_params = np.tile([1.0, 0.0], (self.n_envs, 1))  # per env: mass scale, added base mass [kg]
+        self._physics = PhysicsTable(self.n_envs, self.robot, has_base=self._base_link is not None)
 
     def set_physics(self, env_ids: np.ndarray, params: PhysicsParams) -> None:
         """Friction: the per-env friction ratio of every geom in the scene (Genesis takes the larger
@@ -260,25 +263,20 @@ class GenesisSimulator:
         ids = np.asarray(env_ids, dtype=np.int64)
         if ids.size == 0:
             return
-        ids_t = self._t(ids, dtype=torch.int64)
+        if (params.mass_scale is not None or params.added_base_mass is not None) and not self._batched_links:
+            raise ValueError("per-env masses need a scene built with RigidOptions(batch_links_info=True)")
+        self._physics.update(ids, params)
+        ids_t, t = self._t(ids, dtype=torch.int64), self._physics
         if params.friction is not None:
-            ratio = self._t(np.array(np.broadcast_to(np.asarray(params.friction, dtype=np.float64), ids.shape)))
+            ratio = self._t(t.friction[ids])
             solver = self.scene.rigid_solver
             solver.set_geoms_friction_ratio(ratio[:, None].expand(-1, solver.n_geoms).contiguous(), None, ids_t)
         if params.mass_scale is None and params.added_base_mass is None:
             return
-        if not self._batched_links:
-            raise ValueError("per-env masses need a scene built with RigidOptions(batch_links_info=True)")
-        if params.added_base_mass is not None and self._base_link is None and np.any(params.added_base_mass):
-            raise ValueError(f"{self.robot.name} has no floating base to add mass to")
-        if params.mass_scale is not None:
-            self._mass_params[ids, 0] = params.mass_scale
-        if params.added_base_mass is not None:
-            self._mass_params[ids, 1] = params.added_base_mass
-        scale = self._t(self._mass_params[ids, 0])
+        scale = self._t(t.mass_scale[ids])
         mass = scale[:, None] * self._mass0
         if self._base_link is not None:
-            mass[:, self._base_link] += self._t(self._mass_params[ids, 1])
+            mass[:, self._base_link] += self._t(t.added_base_mass[ids])
         e.set_links_mass(mass, envs_idx=ids_t)
         e.set_links_inertia(scale[:, None, None, None] * self._inertia0, envs_idx=ids_t)
 
@@ -295,11 +293,7 @@ class GenesisSimulator:
 
     # -- stepping ------------------------------------------------------------------------
     def step(self, command: np.ndarray) -> None:
-        command = np.asarray(command, dtype=np.float64)
-        if command.shape != (self.n_envs, len(self._act)):
-            raise ValueError(f"command shape {command.shape} != (n_envs, n_actions) = {(self.n_envs, len(self._act))}")
-        bad = ~np.isfinite(command).all(axis=1)
-        command = np.where(bad[:, None], 0.0, command)  # never let NaN reach the engine; reset below
+        command, bad = checked_command(command, self.n_envs, len(self._act))
         if self.config.control == "pd":
             self.entity.control_dofs_position(self._t(command), self._act_dofs)
         else:
@@ -311,11 +305,7 @@ class GenesisSimulator:
         self._fresh[:] = False
         qpos, vel = self._qpos_vel()
         bad |= ~(np.isfinite(qpos).all(axis=1) & np.isfinite(vel).all(axis=1))
-        self.diverged = bad
-        if bad.any():
-            ids = np.flatnonzero(bad)
-            self.divergence_count += len(ids)
-            self._reset_default(ids)
+        self._reset_default(record_divergence(self, bad))
 
     def _physics_step(self) -> np.ndarray:
         """One physics step of all envs; returns (n,) the envs the engine flagged as diverged (and reset)."""
@@ -336,8 +326,7 @@ class GenesisSimulator:
     # -- observation ---------------------------------------------------------------------
     def state(self) -> RobotState:
         qpos, vel = self._qpos_vel()
-        torque = np.zeros((self.n_envs, self.robot.n_joints))
-        torque[:, self._act] = self._np(self.entity.get_dofs_control_force(self._act_dofs))
+        torque = full_torque(self.robot, self._np(self.entity.get_dofs_control_force(self._act_dofs)))
         state = RobotState(joint_pos=qpos[:, self._q], joint_vel=vel[:, self._v], joint_torque=torque,
                            time=self._time.copy(), privileged=self._privileged(qpos, vel))
         if self._imu is not None:
@@ -376,18 +365,9 @@ class GenesisSimulator:
             contact = self._np(self.entity.get_links_net_contact_force())[:, self._feet, 2]
             contact[self._fresh] = 0.0  # Genesis still holds the previous episode's contacts
         if self._free_q is None:
-            quat = np.tile([1.0, 0, 0, 0], (n, 1))
-            return PrivilegedState(np.zeros((n, 3)), quat, np.zeros((n, 3)), np.zeros((n, 3)), contact)
-        b, v = self._free_q, self._free_v
-        quat = qpos[:, b + 3 : b + 7]
-        return PrivilegedState(
-            base_pos=qpos[:, b : b + 3],
-            base_quat=quat,
-            base_lin_vel=quat_rotate_inverse(quat, vel[:, v : v + 3]),  # world frame in Genesis, as in MuJoCo
-            base_ang_vel=vel[:, v + 3 : v + 6],  # already in the body frame
-            contact_force=contact,
-            foot_pos=np.stack([self._site_pose(f)[0] for f in self._foot_sites], axis=1) if self._foot_sites else None,
-        )
+            return fixed_base_privileged(n, contact)
+        foot_pos = np.stack([self._site_pose(f)[0] for f in self._foot_sites], axis=1) if self._foot_sites else None
+        return free_joint_privileged(qpos, vel, self._free_q, self._free_v, contact, foot_pos)
 
     # -- rendering -----------------------------------------------------------------------
     def render(self, env_ids: np.ndarray | None = None, camera: str | None = None) -> np.ndarray:
@@ -395,9 +375,8 @@ class GenesisSimulator:
 
         if self._renderer is None:
             self._renderer = Renderer(self._gs, self.robot, self.model, self.config)
-        ids = np.arange(self.n_envs) if env_ids is None else np.asarray(env_ids, dtype=np.int64)
         qpos, _ = self._qpos_vel()
-        return self._renderer.render(qpos[ids], camera)
+        return self._renderer.render(qpos[select_envs(self.n_envs, env_ids)], camera)
 
     def close(self) -> None:
         for scene in (getattr(self, "scene", None), getattr(getattr(self, "_renderer", None), "scene", None)):
@@ -405,8 +384,4 @@ class GenesisSimulator:
                 scene.destroy()
         self.scene, self._renderer = None, None
 
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
+    __del__ = close_quietly

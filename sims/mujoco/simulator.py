@@ -18,8 +18,22 @@ import numpy as np
 
 from embody.extras import require
 from embody.robots import PrivilegedState, RobotSpec, RobotState
-from embody.rotations import quat_rotate_inverse
 
+from ..adapter import (
+    TRACK_AZIMUTH,
+    TRACK_DISTANCE,
+    TRACK_ELEVATION,
+    PhysicsTable,
+    checked_command,
+    close_quietly,
+    fixed_base_privileged,
+    fixed_scene_body,
+    free_joint_privileged,
+    full_torque,
+    record_divergence,
+    select_envs,
+    write_free_joint,
+)
 from ..base import InitState, ModelError, PhysicsParams, SimConfig
 from .model import build_model, joint_addresses, state_offsets
 
@@ -85,7 +99,7 @@ class MujocoSimulator:
         return self._state.copy()
 
     def set_state(self, state: np.ndarray, env_ids: np.ndarray | None = None) -> None:
-        ids = np.arange(self.n_envs) if env_ids is None else np.asarray(env_ids)
+        ids = select_envs(self.n_envs, env_ids)
         self._state[ids] = state
         self._refresh_sensors(ids)
 
@@ -104,53 +118,41 @@ class MujocoSimulator:
         if ids.size == 0:
             return
         rows = np.tile(self._default_row, (len(ids), 1))
-        q0, v0 = self._off["qpos"], self._off["qvel"]
+        qpos, qvel = self._qpos_qvel(rows)
         rows[:, self._off["time"]] = 0.0
-        rows[:, q0 + self._qadr] = init.joint_pos
-        rows[:, v0 + self._vadr] = init.joint_vel
-        b = self._base_qpos
-        if b is not None:
-            if init.base_pos is not None:
-                rows[:, q0 + b : q0 + b + 3] = init.base_pos
-            if init.base_quat is not None:
-                rows[:, q0 + b + 3 : q0 + b + 7] = init.base_quat
-            bv = v0 + self._base_qvel
-            if init.base_lin_vel is not None:
-                rows[:, bv : bv + 3] = init.base_lin_vel
-            if init.base_ang_vel is not None:
-                rows[:, bv + 3 : bv + 6] = init.base_ang_vel
+        qpos[:, self._qadr] = init.joint_pos
+        qvel[:, self._vadr] = init.joint_vel
+        if self._base_qpos is not None:
+            write_free_joint(qpos, qvel, self._base_qpos, self._base_qvel, init)
         self.set_state(rows, ids)
+
+    def _qpos_qvel(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Views of the qpos (k, nq) and qvel (k, nv) columns of state rows (k, s)."""
+        q0, v0 = self._off["qpos"], self._off["qvel"]
+        return rows[:, q0 : q0 + self.model.nq], rows[:, v0 : v0 + self.model.nv]
 
     # -- domain randomization -------------------------------------------------------------
     def set_physics(self, env_ids: np.ndarray, params: PhysicsParams) -> None:
         """Per-env model copies (made on first use) carry each env's friction and masses."""
         m, ids = self.model, np.asarray(env_ids, dtype=np.int64)
+        base = self._mj.mj_name2id(m, self._mj.mjtObj.mjOBJ_BODY, self.robot.base_body or "")
         if not self._own_models:
             self._models, self._own_models = [copy.copy(m) for _ in range(self.n_envs)], True
-            self._mass = np.tile([1.0, 0.0], (self.n_envs, 1))  # per env: mass scale, added base mass [kg]
-        base = self._mj.mj_name2id(m, self._mj.mjtObj.mjOBJ_BODY, self.robot.base_body or "")
-        if params.added_base_mass is not None and base <= 0:
-            raise ValueError(f"{self.robot.name} has no base body to add mass to")
-        if params.mass_scale is not None:
-            self._mass[ids, 0] = params.mass_scale
-        if params.added_base_mass is not None:
-            self._mass[ids, 1] = params.added_base_mass
-        for k, i in enumerate(ids):  # a few array writes per reset env
+            self._physics = PhysicsTable(self.n_envs, self.robot, has_base=base > 0)
+        self._physics.update(ids, params)
+        t = self._physics
+        for i in ids:  # a few array writes per reset env
             mi = self._models[i]
             if params.friction is not None:
-                mi.geom_friction[:, 0] = m.geom_friction[:, 0] * params.friction[k]
-            scale, added = self._mass[i]
-            mi.body_mass[1:] = m.body_mass[1:] * scale
-            mi.body_inertia[1:] = m.body_inertia[1:] * scale
+                mi.geom_friction[:, 0] = m.geom_friction[:, 0] * t.friction[i]
+            mi.body_mass[1:] = m.body_mass[1:] * t.mass_scale[i]
+            mi.body_inertia[1:] = m.body_inertia[1:] * t.mass_scale[i]
             if base > 0:
-                mi.body_mass[base] += added
+                mi.body_mass[base] += t.added_base_mass[i]
 
     def set_fixture_pose(self, body: str, env_ids: np.ndarray, pos: np.ndarray, quat: np.ndarray) -> None:
         """Move a static scene body (a child of the world without joints) in the envs' own model copies."""
-        mj = self._mj
-        b = mj.mj_name2id(self.model, mj.mjtObj.mjOBJ_BODY, body)
-        if b <= 0 or self.model.body_parentid[b] != 0 or self.model.body_weldid[b] != 0:
-            raise ValueError(f"{body!r} is not a fixed scene body of {self.robot.mjcf}")
+        b = fixed_scene_body(self.model, body, self.robot.mjcf)
         if not self._own_models:  # the per-env model copies of domain randomization, nominal physics
             self.set_physics(np.zeros(0, dtype=np.int64), PhysicsParams())
         pos, quat = np.asarray(pos, dtype=np.float64), np.asarray(quat, dtype=np.float64)
@@ -166,12 +168,7 @@ class MujocoSimulator:
 
     # -- stepping ------------------------------------------------------------------------
     def step(self, command: np.ndarray) -> None:
-        command = np.asarray(command, dtype=np.float64)
-        if command.shape != (self.n_envs, len(self._act)):
-            raise ValueError(f"command shape {command.shape} != (n_envs, n_actions) = {(self.n_envs, len(self._act))}")
-        bad_cmd = ~np.isfinite(command).all(axis=1)
-        if bad_cmd.any():  # never let NaN reach the engine; these envs are reset below
-            command = np.where(bad_cmd[:, None], 0.0, command)
+        command, bad_cmd = checked_command(command, self.n_envs, len(self._act))
         self._ctrl[:] = command[:, None, :]
         t_before = self._state[:, self._off["time"]].copy()
         self._pool.rollout(self._models, self._datas, self._state, self._ctrl, control_spec=self._ctrl_spec,
@@ -181,24 +178,19 @@ class MujocoSimulator:
         self._sensordata[:] = self._traj_sensors[:, -1]
         # MuJoCo resets a diverged mjData to qpos0 itself (time restarts); catch both cases.
         t_after = self._state[:, self._off["time"]]
-        bad = bad_cmd | ~np.isfinite(self._state).all(axis=1) | (t_after < t_before)
-        self.diverged = bad
-        if bad.any():
-            ids = np.flatnonzero(bad)
-            self.divergence_count += len(ids)
+        ids = record_divergence(self, bad_cmd | ~np.isfinite(self._state).all(axis=1) | (t_after < t_before))
+        if len(ids):
             self.set_state(np.tile(self._default_row, (len(ids), 1)), ids)
 
     # -- observation ---------------------------------------------------------------------
     def state(self) -> RobotState:
         s, sd, L = self._state, self._sensordata, self._sensors
-        q0, v0 = self._off["qpos"], self._off["qvel"]
-        torque = np.zeros((self.n_envs, self.robot.n_joints))
-        torque[:, self._act] = sd[:, L.joint_torque]
+        qpos, qvel = self._qpos_qvel(s)
         pick = lambda sl: None if sl is None else sd[:, sl].copy()  # noqa: E731
         return RobotState(
-            joint_pos=s[:, q0 + self._qadr],
-            joint_vel=s[:, v0 + self._vadr],
-            joint_torque=torque,
+            joint_pos=qpos[:, self._qadr],
+            joint_vel=qvel[:, self._vadr],
+            joint_torque=full_torque(self.robot, sd[:, L.joint_torque]),
             time=s[:, self._off["time"]].copy(),
             imu_quat=pick(L.imu_quat),
             imu_gyro=pick(L.imu_gyro),
@@ -210,21 +202,12 @@ class MujocoSimulator:
         )
 
     def _privileged(self) -> PrivilegedState:
-        n, s = self.n_envs, self._state
-        contact = self._sensordata[:, self._sensors.contact] if self._sensors.contact else np.zeros((n, 0))
+        n, sd, L = self.n_envs, self._sensordata, self._sensors
+        contact = sd[:, L.contact] if L.contact else np.zeros((n, 0))
         if self._base_qpos is None:
-            quat = np.tile([1.0, 0, 0, 0], (n, 1))
-            return PrivilegedState(np.zeros((n, 3)), quat, np.zeros((n, 3)), np.zeros((n, 3)), contact.copy())
-        q, v = self._off["qpos"] + self._base_qpos, self._off["qvel"] + self._base_qvel
-        quat = s[:, q + 3 : q + 7].copy()  # copies: a RobotState must outlive the next step
-        return PrivilegedState(
-            base_pos=s[:, q : q + 3].copy(),
-            base_quat=quat,
-            base_lin_vel=quat_rotate_inverse(quat, s[:, v : v + 3]),  # MuJoCo: world frame
-            base_ang_vel=s[:, v + 3 : v + 6].copy(),  # MuJoCo: already in the body frame
-            contact_force=contact.copy(),
-            foot_pos=None if not self._sensors.foot_pos else self._sensordata[:, self._sensors.foot_pos].reshape(n, -1, 3).copy(),
-        )
+            return fixed_base_privileged(n, contact)
+        foot_pos = sd[:, L.foot_pos].reshape(n, -1, 3) if L.foot_pos else None
+        return free_joint_privileged(*self._qpos_qvel(self._state), self._base_qpos, self._base_qvel, contact, foot_pos)
 
     # -- rendering -----------------------------------------------------------------------
     def render(self, env_ids: np.ndarray | None = None, camera: str | None = None) -> np.ndarray:
@@ -235,12 +218,11 @@ class MujocoSimulator:
             body = mj.mj_name2id(self.model, mj.mjtObj.mjOBJ_BODY, self.robot.base_body or "")
             self._cam.type = mj.mjtCamera.mjCAMERA_TRACKING if body > 0 else mj.mjtCamera.mjCAMERA_FREE
             self._cam.trackbodyid = max(body, 0)
-            self._cam.distance = 2.5 * float(self.model.stat.extent)
-            self._cam.azimuth, self._cam.elevation = 135.0, -20.0
+            self._cam.distance = TRACK_DISTANCE * float(self.model.stat.extent)
+            self._cam.azimuth, self._cam.elevation = np.degrees(TRACK_AZIMUTH), np.degrees(TRACK_ELEVATION)
             self._cam.lookat[:] = self.model.stat.center
-        ids = range(self.n_envs) if env_ids is None else np.asarray(env_ids)
         frames = []
-        for i in ids:  # rendering is per image by nature; the env's own model places its fixtures
+        for i in select_envs(self.n_envs, env_ids):  # rendering is per image by nature; the env's own model places its fixtures
             mj.mj_setState(self._models[i], self._scratch, self._state[i], self._spec)
             mj.mj_forward(self._models[i], self._scratch)
             self._renderer.update_scene(self._scratch, camera=camera if camera is not None else self._cam)
@@ -256,8 +238,4 @@ class MujocoSimulator:
             self._pool.close()
             self._pool = None
 
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
+    __del__ = close_quietly
