@@ -6,4 +6,5 @@ ROOT = Path(__file__).resolve().parent
 
 
 def asset_path(relative: str) -> Path:
+    """The absolute path of ``relative`` under the assets folder (whether or not it exists)."""
     return ROOT / relative

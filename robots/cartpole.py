@@ -6,6 +6,7 @@ from .spec import Joint, RobotSpec
 
 
 def make_spec() -> RobotSpec:
+    """The cart-pole's spec: the actuated ``slider`` (force-controlled, no PD gains) and the encoder-only ``hinge``."""
     return RobotSpec(
         name="cartpole",
         joints=(

@@ -29,6 +29,7 @@ VELOCITY_LIMIT = 100.0  # rad/s; the model declares none
 
 
 def gymnasium_xml() -> Path:
+    """Path of humanoid.xml inside the installed gymnasium package (ImportError without gymnasium)."""
     import gymnasium
 
     return Path(os.path.dirname(gymnasium.__file__)) / "envs/mujoco/assets/humanoid.xml"
@@ -43,6 +44,9 @@ def actuator_free_xml(source: Path, cache: Path | None = None) -> Path:
 
 
 def make_spec() -> RobotSpec:
+    """The spec described in the module docstring: 17 torque-controlled joints in gymnasium's actuator
+    order, groups ``abdomen``, ``legs``, ``arms``. Needs gymnasium and mujoco; writes the
+    actuator-free model copy to the cache on first use."""
     import mujoco
 
     source = gymnasium_xml()

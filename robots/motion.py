@@ -82,6 +82,7 @@ class MotionClip:
 
     @property
     def n_frames(self) -> int:
+        """T, the number of frames."""
         return self.joint_pos.shape[0]
 
     @property

@@ -61,6 +61,7 @@ class RobotSpec:
 
     @property
     def n_joints(self) -> int:
+        """All joints, actuated or encoder-only (``n_actions`` counts the actuated ones)."""
         return len(self.joints)
 
     @property
@@ -74,6 +75,7 @@ class RobotSpec:
 
     @property
     def n_actions(self) -> int:
+        """Columns of an action: the number of actuated joints."""
         return len(self.actuated)
 
     def _column(self, attr: str) -> np.ndarray:
@@ -81,30 +83,37 @@ class RobotSpec:
 
     @property
     def lower(self) -> np.ndarray:
+        """(n_joints,) lower position limits in motor order, every joint (rad, or m for prismatic)."""
         return self._column("lower")
 
     @property
     def upper(self) -> np.ndarray:
+        """(n_joints,) upper position limits in motor order, every joint (rad, or m for prismatic)."""
         return self._column("upper")
 
     @property
     def velocity_limit(self) -> np.ndarray:
+        """(n_joints,) velocity limits in motor order (rad/s, or m/s)."""
         return self._column("velocity_limit")
 
     @property
     def torque_limit(self) -> np.ndarray:
+        """(n_joints,) torque limits in motor order (N·m, or N)."""
         return self._column("torque_limit")
 
     @property
     def kp(self) -> np.ndarray:
+        """(n_joints,) PD position gains in motor order (N·m/rad, or N/m); 0: no PD, torque control."""
         return self._column("kp")
 
     @property
     def kd(self) -> np.ndarray:
+        """(n_joints,) PD damping gains in motor order (N·m·s/rad, or N·s/m)."""
         return self._column("kd")
 
     @property
     def default_pose(self) -> np.ndarray:
+        """(n_joints,) the default joint positions in motor order (rad, or m)."""
         return self._column("default")
 
     def group(self, name: str) -> np.ndarray:
@@ -114,4 +123,5 @@ class RobotSpec:
         return np.array(self.groups[name], dtype=np.int64)
 
     def replace(self, **changes) -> "RobotSpec":
+        """A copy with the given fields changed (the spec itself is frozen)."""
         return dataclasses.replace(self, **changes)

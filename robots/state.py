@@ -74,6 +74,7 @@ class RobotState:
 
     @property
     def n_envs(self) -> int:
+        """n, the leading dimension of every array."""
         return self.joint_pos.shape[0]
 
     def select(self, idx) -> "RobotState":

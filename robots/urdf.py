@@ -105,6 +105,7 @@ class _UrdfWriter:
         return self.mj.mj_id2name(self.m, obj, i) or f"{prefix}{i}"
 
     def body_name(self, b: int) -> str:
+        """Body ``b``'s name in the model (``world`` for body 0, ``body<b>`` if unnamed)."""
         return "world" if b == 0 else self._name(self.mj.mjtObj.mjOBJ_BODY, b, "body")
 
     def _unique(self, name: str, taken: set[str], kind: str) -> str:
@@ -115,6 +116,7 @@ class _UrdfWriter:
 
     # -- tree ----------------------------------------------------------------------------
     def build(self) -> str:
+        """The URDF document (text): the robot's subtree of links and joints, its sites, its materials."""
         top = self._top_body()
         via_world = not self.spec.floating_base and self.m.body_jntnum[top] > 0
         if via_world:
@@ -157,6 +159,7 @@ class _UrdfWriter:
 
     # -- links ---------------------------------------------------------------------------
     def link(self, b: int, with_body: bool = True) -> None:
+        """Add body ``b`` as a link: its inertial (if it has mass) and its geoms; ``with_body=False``: name only."""
         el = ET.SubElement(self.robot, "link", name=self._unique(self.body_name(b), self.link_names, "link"))
         if not with_body:
             return
@@ -172,6 +175,7 @@ class _UrdfWriter:
                 self.geom(el, g, off)
 
     def geom(self, link: ET.Element, g: int, off: np.ndarray) -> None:
+        """Add geom ``g`` to ``link`` as visual and/or collision primitives, shifted by the link's ``off``."""
         m = self.m
         collide = bool(m.geom_contype[g] or m.geom_conaffinity[g])
         visible = m.geom_group[g] < _VISIBLE_GROUPS and m.geom_rgba[g][3] > 0
@@ -210,6 +214,8 @@ class _UrdfWriter:
 
     # -- joints --------------------------------------------------------------------------
     def joint(self, b: int) -> None:
+        """Add the joint from body ``b``'s parent to it (a fixed joint when the body has none); ValueError for
+        more than one joint or a free or ball joint."""
         m, J = self.m, self.mj.mjtJoint
         parent, n = int(m.body_parentid[b]), int(m.body_jntnum[b])
         if n > 1:

@@ -6,6 +6,8 @@ from . import constants as c
 
 
 def make_spec() -> RobotSpec:
+    """The H1-2's spec from ``constants``: 27 joints in motor order with vendor limits, gains and
+    default pose; groups per leg, arm and waist plus ``upper_body`` / ``lower_body``."""
     joints = tuple(
         Joint(name, lower=lo, upper=hi, velocity_limit=vel, torque_limit=tau, kp=kp, kd=kd, default=q0)
         for name, (lo, hi), vel, tau, kp, kd, q0 in zip(
