@@ -64,6 +64,7 @@ class ChatClient:
 
     @property
     def url(self) -> str:
+        """The chat-completions endpoint: ``base_url`` + ``/chat/completions``."""
         return self.base_url.rstrip("/") + "/chat/completions"
 
     def chat(self, messages: Sequence[dict]) -> str:
@@ -218,6 +219,7 @@ class LoopbackChatServer:
         return Handler
 
     def close(self) -> None:
+        """Release any delayed replies, stop serving and free the port."""
         self._release.set()
         self._server.shutdown()
         self._server.server_close()

@@ -22,6 +22,7 @@ Run = Callable[[argparse.Namespace], int]
 
 @dataclass(frozen=True)
 class Command:
+    """One registered subcommand or group (see the module docstring); ``run`` returns an exit code."""
     name: str  # "train" or "GROUP SUB"
     help: str
     arguments: Arguments | None = None
@@ -33,11 +34,13 @@ COMMANDS: dict[str, Command] = {}
 
 
 def check_free(name: str) -> None:
+    """Raise ValueError (naming the provider that took it) if ``name`` is already registered."""
     if name in COMMANDS:
         raise ValueError(f"command {name!r} is already registered by {COMMANDS[name].provider}")
 
 
 def register(command: Command) -> None:
+    """Add ``command`` to ``COMMANDS``; ValueError when its name is taken or its group is a command."""
     check_free(command.name)
     group = command.name.rpartition(" ")[0]
     if group and group in COMMANDS and COMMANDS[group].run is not None:

@@ -19,6 +19,7 @@ from embody import exits
 
 
 class ConfigError(ValueError):
+    """A config file or override that cannot be read or does not fit the config's fields (exit code 2)."""
     exit_code = exits.INPUT
 
 
@@ -144,6 +145,7 @@ def load_yaml(path: str | Path) -> dict:
 
 
 def save_yaml(obj: Any, path: str | Path) -> None:
+    """Write a config dataclass to ``path`` as YAML, fields in declaration order (not atomic)."""
     Path(path).write_text(yaml.safe_dump(to_dict(obj), sort_keys=False))
 
 

@@ -57,6 +57,8 @@ SCALES = {  # what --scale picks; everything stays overridable with --set
 
 @dataclass
 class DistillConfig:
+    """The teacher → student distillation run (``embody distill``): task, simulator, scale, teacher
+    and reference experts, the recurrent student and the DAgger settings."""
     task: str = "peg-insert"
     sim: str = "mujoco"
     scale: str = "tiny"

@@ -9,6 +9,7 @@ from embody import exits
 
 
 class MissingExtra(ImportError):
+    """An optional dependency is not installed; the message names the pip extra that provides it (exit code 2)."""
     exit_code = exits.INPUT
 
 
@@ -23,6 +24,7 @@ def require(module: str, extra: str):
 
 
 def available(module: str) -> bool:
+    """Whether ``module`` can be imported, without importing it."""
     return importlib.util.find_spec(module) is not None
 
 

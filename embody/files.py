@@ -7,6 +7,7 @@ from pathlib import Path
 
 
 def fsync_dir(path: Path) -> None:
+    """Flush a directory's entries to disk (so a rename in it survives a crash); a no-op where unsupported."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:  # pragma: no cover - platforms without directory fds

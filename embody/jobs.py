@@ -110,6 +110,8 @@ class JobStore:
 
 
 class Backend(Protocol):
+    """Runs a list of jobs somewhere (this machine, a cluster); registered in ``BACKENDS``."""
+
     def run(self, fn: Callable[[dict], Any], jobs: list[Job]) -> Iterator[tuple[Job, Any]]:
         """``fn(job.params)`` for every job; yields (job, result) as each completes, in any order."""
 
@@ -122,6 +124,8 @@ class LocalBackend:
     workers: int = 1
 
     def run(self, fn: Callable[[dict], Any], jobs: list[Job]) -> Iterator[tuple[Job, Any]]:
+        """Jobs in order (``workers`` ≤ 1) or as they complete; a failing job's exception propagates
+        and cancels the jobs not yet started."""
         if self.workers <= 1:
             for job in jobs:
                 yield job, fn(job.params)

@@ -89,17 +89,20 @@ def load() -> None:
 
 
 def loaded() -> dict[str, str]:
+    """The plugins that registered, name → ``"distribution version"`` (loads them first)."""
     load()
     return dict(_loaded)
 
 
 def failures() -> dict[str, str]:
+    """The plugins that failed, name → their one-line error (loads them first)."""
     load()
     return dict(_failed)
 
 
 @dataclass(frozen=True)
 class Study:
+    """A registered study: its config dataclass (``"module:Class"``) and the command that runs it."""
     name: str
     config: str  # "module:ConfigDataclass"
     command: str  # how to run it, e.g. "embody blindfolded study --scale tiny"
@@ -110,14 +113,17 @@ class _Studies:
         self._studies: dict[str, Study] = {}
 
     def check_free(self, name: str) -> None:
+        """Raise ValueError if a study called ``name`` is already registered."""
         if name in self._studies:
             raise ValueError(f"study {name!r} is already registered")
 
     def register(self, name: str, config: str, command: str) -> None:
+        """Register a study; ValueError when the name is taken."""
         self.check_free(name)
         self._studies[name] = Study(name, config, command)
 
     def all(self) -> list[Study]:
+        """Every registered study (plugins loaded first), sorted by name."""
         load()
         return [self._studies[n] for n in sorted(self._studies)]
 

@@ -22,6 +22,7 @@ class Progress:
         self.first: float | None = None  # the first update's count: a resumed run's rate excludes earlier work
 
     def line(self, **metrics) -> str:
+        """The progress line: bar, fraction, done/total, rate, elapsed < ETA, then ``metrics``."""
         elapsed = time.perf_counter() - self.start
         rate = (self.done - (self.first or 0.0)) / elapsed if elapsed > 0 else 0.0
         eta = (self.total - self.done) / rate if rate > 0 else float("inf")
@@ -34,6 +35,8 @@ class Progress:
                 f"| {rate:,.0f} {self.unit}/s | {_fmt(elapsed)} < {_fmt(eta)} | {extra}")
 
     def update(self, done: float, force: bool = False, **metrics) -> None:
+        """Record ``done`` and redraw, at most every ``every`` s unless ``force``; ``metrics`` are shown
+        as ``key value``."""
         self.done = done
         if self.first is None:
             self.first = done
@@ -45,6 +48,7 @@ class Progress:
             self.stream.flush()
 
     def close(self, **metrics) -> None:
+        """Draw the final line with ``metrics`` (and end it on a TTY)."""
         self.update(self.done, force=True, **metrics)
         if self.tty:
             self.stream.write("\n")

@@ -16,6 +16,7 @@ T = TypeVar("T")
 
 
 class UnknownName(KeyError):
+    """A registry lookup of a name nobody registered; the message lists the valid ones (exit code 2)."""
     exit_code = exits.INPUT
 
     def __str__(self) -> str:  # KeyError would print the repr with quotes
@@ -23,6 +24,8 @@ class UnknownName(KeyError):
 
 
 class Registry(Generic[T]):
+    """Names → ``"module:attribute"`` entry points, imported only by ``get``; plugins load before the first read."""
+
     def __init__(self, kind: str):
         self.kind = kind
         self._entries: dict[str, str] = {}
@@ -35,17 +38,21 @@ class Registry(Generic[T]):
         self._extras[name] = extra
 
     def check_free(self, name: str) -> None:
+        """Raise ValueError if ``name`` is already registered."""
         if name in self._entries:
             raise ValueError(f"{self.kind} {name!r} is already registered")
 
     def names(self) -> list[str]:
+        """Every registered name, sorted (plugins loaded first)."""
         _load_plugins()
         return sorted(self._entries)
 
     def extra(self, name: str) -> str | None:
+        """The pip extra ``name``'s entry needs, or None; KeyError for an unknown name."""
         return self._extras[name]
 
     def get(self, name: str) -> T:
+        """Import and return ``name``'s attribute; ``UnknownName`` listing the valid names when unregistered."""
         if name not in self:
             raise UnknownName(f"unknown {self.kind} {name!r}; valid: {', '.join(self.names())}")
         module, _, attr = self._entries[name].partition(":")

@@ -90,6 +90,7 @@ def write_policy_run(out: str | Path, cfg: TrainConfig, policy: torch.nn.Module,
 
 
 def write_eval(run: str | Path, summary: dict) -> Path:
+    """Write ``summary`` to the run's ``eval.json`` (atomically); returns its path."""
     return write_atomic(Path(run) / EVAL, json.dumps(summary, indent=2))
 
 
@@ -148,6 +149,7 @@ class MetricsLog:
         self.jsonl, self.csv = run / "metrics.jsonl", run / "metrics.csv"
 
     def append(self, row: dict) -> None:
+        """Append ``row`` to ``metrics.jsonl`` and ``metrics.csv`` (non-finite floats become null / empty)."""
         clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
         with open(self.jsonl, "a") as f:
             f.write(json.dumps(clean) + "\n")
@@ -159,12 +161,16 @@ class MetricsLog:
             w.writerow(clean)
 
     def rows(self) -> list[dict]:
+        """Every row of ``metrics.jsonl`` so far (none if it does not exist)."""
         if not self.jsonl.exists():
             return []
         return [json.loads(line) for line in self.jsonl.read_text().splitlines() if line.strip()]
 
 
 def plot_learning_curve(run: Path, rows: list[dict], max_return: float | None = None) -> Path:
+    """Plot training ``episode_return`` against env steps and wall-clock time (rows from ``MetricsLog``),
+    with ``max_return`` and 70 % of it as reference lines; writes ``learning_curve.png`` in ``run``
+    and returns its path."""
     import matplotlib
 
     matplotlib.use("Agg")

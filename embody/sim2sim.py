@@ -33,6 +33,8 @@ def compare(run: Path, sims: list[str], episodes: int = 10, overrides: list[str]
 
 
 def write_report(rows: list[dict], out: Path) -> None:
+    """Write ``report.json`` (the rows), ``report.md`` (a table) and, when any simulator ran, ``returns.png``
+    into ``out`` (created if needed)."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(rows, indent=2))
     lines = ["| sim | episodes | return (mean ± std) | of max | vs. trained sim | length | terminated | success |",

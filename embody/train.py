@@ -21,6 +21,7 @@ from embody.sims.tasks import TASKS
 
 @dataclass
 class TrainConfig:
+    """A training run's config, saved as the run's ``config.yaml``: task and simulator, scale, budget, network, PPO."""
     task: str = "cartpole-swingup"
     sim: str = "mujoco"
     n_envs: int = 256

@@ -34,6 +34,8 @@ class VideoWriter:
         self._stream.options = {"crf": str(self.crf), "preset": "veryfast"}
 
     def write(self, frame: np.ndarray) -> None:
+        """Encode one (H, W, 3) uint8 RGB frame; the first frame fixes the size (odd dimensions are cropped
+        by one pixel). ValueError for any other shape or dtype."""
         import av
 
         if frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[2] != 3:
@@ -45,6 +47,7 @@ class VideoWriter:
             self._container.mux(packet)
 
     def close(self) -> None:
+        """Finish encoding and rename the file into place; nothing is written when no frame came."""
         if self._container is None:
             return
         for packet in self._stream.encode():
