@@ -44,6 +44,8 @@ def save_results(out: str | None, result) -> None:
 
 
 def run_benchmark(name: str | None, argv: list[str]) -> int:
+    """Run benchmark ``name``'s ``main(argv)`` and return its exit code; None lists the benchmarks.
+    Raises ``UnknownName`` for a name not in ``BENCHMARKS``."""
     if name is None:
         print("benchmarks:", ", ".join(sorted(BENCHMARKS)), "(run: embody bench NAME [--help])")
         return 0

@@ -35,6 +35,7 @@ PPO_TARGET = 2.0  # peer time / our time to the target return
 
 @dataclass
 class Row:
+    """One line of the report: our value and the peer's in ``unit``, their ratio, and the target it is held to."""
     measurement: str
     unit: str
     ours: float | None
@@ -47,6 +48,7 @@ class Row:
 
     @property
     def status(self) -> str:
+        """``PASS``, ``BELOW-TARGET`` (marked when the ratio is only a lower bound), or ``info`` without a target."""
         if self.target is None:
             return "info"
         if self.ratio is None or self.ratio < self.target:
@@ -54,11 +56,13 @@ class Row:
         return "PASS"
 
     def to_dict(self) -> dict:
+        """The row's fields plus ``status``, for results.json."""
         return {**asdict(self), "status": self.status}
 
 
 def rate_row(measurement: str, ours: float, peer_name: str, peer: float, target: float | None = SPEED_TARGET,
              note: str = "") -> Row:
+    """A steps/s row with ratio ours / peer."""
     return Row(measurement, "steps/s", ours, peer_name, peer, ours / peer, target=target, note=note)
 
 
@@ -70,6 +74,8 @@ PHYSICS_MODELS = {  # robot: (control mode, decimation, the constant command)
 
 
 def bench_physics(robot_name: str, n_envs: int, steps: int, threads: int, repeats: int) -> Row:
+    """(a) for ``robot_name``: physics steps/s of the batched MuJoCo simulator vs. raw ``mj_step`` over
+    ``n_envs`` MjData, best of ``repeats`` runs of ``steps`` control steps each."""
     import mujoco
 
     from embody.robots import get_robot
@@ -137,6 +143,8 @@ def bench_physics(robot_name: str, n_envs: int, steps: int, threads: int, repeat
 
 # -- (b) env -------------------------------------------------------------------------------
 def bench_env(n_envs: int, steps: int, threads: int, repeats: int, seed: int = 0) -> list[Row]:
+    """(b) env-steps/s of the gym-humanoid VecEnv under random actions vs. ``gymnasium.make`` and a sync
+    ``make_vec`` of Humanoid-v5: two rows. Needs gymnasium."""
     import gymnasium
 
     from embody.sims.tasks.gym_humanoid import GymHumanoidConfig
@@ -229,6 +237,8 @@ def _ppo_config(threads: int, n_envs: int | None):
 
 
 def train_ours(cfg, target: float, budget: float) -> dict:
+    """Train embody's PPO on ``cfg`` until the training return reaches ``target`` or ``budget`` s pass.
+    Returns ``reached_s`` (None if not reached), ``return``, ``time_s``, ``env_steps``, ``steps_per_s``."""
     import torch
 
     from embody.policies.actor_critic import ActorCritic
@@ -254,6 +264,7 @@ def train_ours(cfg, target: float, budget: float) -> dict:
 
 
 def train_sb3(cfg, target: float, budget: float) -> dict:
+    """As ``train_ours``, with stable-baselines3's PPO under matched hyperparameters (needs stable-baselines3)."""
     import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import BaseCallback
@@ -294,6 +305,8 @@ def train_sb3(cfg, target: float, budget: float) -> dict:
 
 def bench_ppo(threads: int, budget: float, target_frac: float, n_envs: int | None,
               quick: bool) -> tuple[list[Row], dict]:
+    """(c) both PPOs on cartpole-swingup: the rows (training rate; unless ``quick``, wall-clock to
+    ``target_frac`` × 250) and the details of each side for results.json."""
     import torch
 
     cfg = _ppo_config(threads, n_envs)
@@ -340,6 +353,7 @@ def _target(r: Row) -> str:
 
 
 def table(rows: list[Row], markdown: bool = False) -> str:
+    """The rows as an aligned text table, or a Markdown one."""
     head = ("measurement", "ours", "peer", "peer value", "ratio", "target", "status")
     body = [(r.measurement, _num(r.ours, r.unit), r.peer_name, _num(r.peer, r.unit), _ratio(r), _target(r), r.status)
             for r in rows]
@@ -352,6 +366,7 @@ def table(rows: list[Row], markdown: bool = False) -> str:
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
+    """The ``embody bench core`` options (see ``--help``)."""
     p = argparse.ArgumentParser(prog="embody bench core", description=__doc__.split("\n\n")[0])
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1,
                    help="threads for both sides (default: all cores)")
@@ -366,6 +381,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``embody bench core``: run (a)–(c), print the table; ``--out DIR`` writes ``results.json`` and
+    ``results.md``. Returns 0: a row below its target is reported, not an error."""
     args = parse_args(argv or [])
     threads = max(1, args.threads)
     q = args.quick

@@ -42,6 +42,7 @@ STATE_ROW = "load state-only, .loader()"  # the row the target is about
 
 
 def features(video: bool) -> dict:
+    """The synthetic dataset's features (state, action, reward, done; plus the camera with ``video``)."""
     from embody.datasets.format import feature
 
     out = {"observation.state": feature("float32", (STATE,)), "action": feature("float32", (ACTION,)),
@@ -211,6 +212,8 @@ def measure(n_episodes: int, n_frames: int, work: Path, repeats: int = 3, item_c
 
 
 def main(argv: list[str]) -> int:
+    """``embody bench datasets``: measure in a temporary directory, print the table; ``--out DIR``
+    writes ``results.json``. Returns 0."""
     from embody.benchmarks import save_results
 
     p = argparse.ArgumentParser(prog="embody bench datasets", description=__doc__,

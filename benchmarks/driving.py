@@ -43,6 +43,8 @@ def _best_rate(reset, step, steps: int, repeats: int) -> float:
 
 
 def raw_rate(scenario, steps: int, repeats: int, fast: bool) -> float:
+    """highway-env's own env-steps/s on ``scenario`` (``fast``: with traffic collisions off, as
+    highway-fast-v0), best of ``repeats`` runs of ``steps``. Needs the ``driving`` extra."""
     import gymnasium as gym
     from embody.extras import require
 
@@ -72,6 +74,8 @@ def raw_rate(scenario, steps: int, repeats: int, fast: bool) -> float:
 
 
 def ours_rate(scenario, steps: int, repeats: int, expert: bool = False) -> float:
+    """env-steps/s of embody's ``HighwaySim`` on ``scenario`` (``expert``: the expert's action computed
+    each step too), best of ``repeats``."""
     from embody.sims.driving.highway import HighwaySim
 
     sim = HighwaySim(scenario)
@@ -97,6 +101,8 @@ def parallel_rate(scenario, steps: int, episodes: int) -> tuple[float, float]:
 
 
 def measure(steps: int, repeats: int, parallel_episodes: int) -> dict:
+    """Every row's env-steps/s (``env_steps_per_s``: raw, ours, ours+expert, the fast variants, the
+    two-worker rows) and the ratios ours / raw: the results.json dict."""
     from embody.sims.driving.scenario import fast_settings, get_scenario
 
     scenario = get_scenario("highway")
@@ -121,6 +127,8 @@ def measure(steps: int, repeats: int, parallel_episodes: int) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    """``embody bench driving``: measure, print the table; ``--out DIR`` writes ``results.json``.
+    Returns 0."""
     from embody.benchmarks import save_results
 
     p = argparse.ArgumentParser(prog="embody bench driving", description=__doc__,

@@ -44,6 +44,8 @@ def _baseline_state_ok(msg, sample) -> bool:
 
 
 def codec(robot) -> dict:
+    """Per H1-2 message operation (LowCmd_ build + CRC + serialize, LowState_ parse + CRC check, CRC
+    alone): ``embody_us``, ``straightforward_us`` (µs per call, the vendor-SDK way) and ``speedup``."""
     from embody.hardware.unitree import messages as msg
     from embody.hardware.unitree import wire
     from embody.hardware.unitree.h1_2 import lowcmd_packed, state_from_lowstate
@@ -93,6 +95,8 @@ def _loop_summary(ticks: list[float], arrivals: list[float], latency: list[float
 
 
 def ours_loop(robot, domain: int, seconds: float) -> dict:
+    """embody's H1-2 driver against the loopback robot-sim on DDS ``domain`` for ``seconds`` after the
+    ramp: ``rate_hz`` and p50/p99/max (ms) of period, jitter, state gap and command→state latency."""
     from embody.hardware.supervisor import Phase, SafetySupervisor, SupervisorConfig
     from embody.hardware.unitree.h1_2 import H1_2Driver
 
@@ -143,6 +147,8 @@ def straightforward_loop(robot, domain: int, seconds: float) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    """``embody bench hardware``: start a loopback robot-sim (DDS on ``lo``), run the codec and both
+    control loops, print the results; ``--out DIR`` writes ``results.json``. Returns 0."""
     from embody.benchmarks import save_results
 
     from embody.hardware.deploy import start_robot_sim, stop_robot_sim

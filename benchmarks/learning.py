@@ -38,6 +38,9 @@ def random_baseline(task: str, overrides: list[str]) -> dict:
 
 def run_seed(task: str, seed: int, budget_s: float, steps: int | None, overrides: list[str], keep: Path | None,
              evaluate_only: bool = False) -> dict:
+    """Train (or, with ``evaluate_only``, re-evaluate the kept run) one seed within ``budget_s``. Returns
+    ``seed``, ``train_s``, ``env_steps``, ``steps_per_s``, ``eval`` (the evaluation summary), ``run``
+    (its folder when kept, else None) and ``metrics`` (every training row)."""
     from embody.train import evaluate_run, resolve_config, train
 
     cfg = resolve_config(task, overrides=overrides, seed=seed, steps=steps)
@@ -84,6 +87,7 @@ def plot_curves(task: str, curves: dict[int, list[dict]], path: Path) -> None:
 
 
 def passes(bar: tuple[str, float], summary: dict, baseline: dict) -> bool:
+    """Whether an evaluation ``summary`` meets the task's ``bar`` (kind, value); see the module docstring."""
     kind, value = bar
     if kind == "return":
         return summary["return_fraction_of_max"] >= value
@@ -93,6 +97,8 @@ def passes(bar: tuple[str, float], summary: dict, baseline: dict) -> bool:
 
 
 def main(argv: list[str]) -> int:
+    """``embody bench learning``: the random baseline, then every seed; prints a table and PASS or
+    BELOW TARGET. ``--out DIR`` writes ``results.json`` and ``learning.png``. Returns 0 either way."""
     p = argparse.ArgumentParser(prog="embody bench learning", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--task", default="cartpole-swingup", choices=sorted(BARS))

@@ -22,6 +22,8 @@ def _rate(step, steps: int, n_envs: int) -> float:
 
 
 def measure(task: str, sim: str, n_envs: int, steps: int) -> dict:
+    """``task`` on ``sim``: ``env_steps_per_s``, ``physics_only_per_s`` and their ``ratio``; or, when the
+    simulator cannot run the task, ``unsupported`` with the reason."""
     from embody.sims.base import ModelError, UnsupportedTask
     from embody.sims.vec_env import make_env
 
@@ -42,6 +44,8 @@ def measure(task: str, sim: str, n_envs: int, steps: int) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    """``embody bench tasks``: every task (or ``--task``) on every installed simulator (or ``--sim``), printed
+    as a Markdown table; ``--out DIR`` writes ``results.json``. Returns 0."""
     from embody.benchmarks import save_results
 
     from embody.sims import installed_simulators
