@@ -19,10 +19,9 @@ from . import _storage as st
 from . import _video
 from .checks import validate
 from .episodes import EpisodeRow, Location, VideoClip
-from .meta import checksums_bytes, episodes_bytes
+from .meta import episodes_bytes, write_meta
 from .reader import Dataset, load
 from .schema import (
-    CHECKSUMS_PATH,
     DATA_PATH,
     EPISODES_FILE,
     INFO_PATH,
@@ -92,12 +91,8 @@ def _write_meta(ds: Dataset, new: Path, rows: list[EpisodeRow], target_size_mb: 
     info = json.loads(json.dumps(ds.info))
     info["data_files_size_in_mb"] = info["video_files_size_in_mb"] = (
         int(target_size_mb) if float(target_size_mb).is_integer() else target_size_mb)
-    meta = [(EPISODES_FILE, episodes_bytes(rows)), (TASKS_PATH, (ds.root / TASKS_PATH).read_bytes()),
-            (STATS_PATH, (ds.root / STATS_PATH).read_bytes()), (INFO_PATH, st.json_bytes(info))]
-    for rel, data in meta:
-        st.write_atomic(new / rel, data)
-        checksums[rel] = st.sha256_file(new / rel)
-    st.write_atomic(new / CHECKSUMS_PATH, checksums_bytes(checksums))
+    write_meta(new, [(EPISODES_FILE, episodes_bytes(rows)), (TASKS_PATH, (ds.root / TASKS_PATH).read_bytes()),
+                     (STATS_PATH, (ds.root / STATS_PATH).read_bytes()), (INFO_PATH, st.json_bytes(info))], checksums)
 
 
 def _copy_extras(root: Path, new: Path) -> None:

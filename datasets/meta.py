@@ -94,9 +94,14 @@ def episodes_bytes(rows: list[EpisodeRow]) -> bytes:
     return st.parquet_bytes(pa.Table.from_pylist([r.columns() for r in rows]))
 
 
-def checksums_bytes(files: dict[str, str]) -> bytes:
-    """meta/embody_checksums.json: relative path -> sha256, sorted."""
-    return st.json_bytes({"algorithm": "sha256", "files": dict(sorted(files.items()))})
+def write_meta(folder: Path, files: list[tuple[str, bytes]], checksums: dict[str, str]) -> None:
+    """Write ``files`` ((path relative to the root, content)) under ``folder``, each atomically, adding
+    their sha256 to ``checksums``; then meta/embody_checksums.json with all of ``checksums``."""
+    for rel, data in files:
+        st.write_atomic(folder / rel, data)
+        checksums[rel] = st.sha256_file(folder / rel)
+    st.write_atomic(folder / CHECKSUMS_PATH, st.json_bytes({"algorithm": "sha256",
+                                                            "files": dict(sorted(checksums.items()))}))
 
 
 # -- reading ------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from . import _storage as st
 from . import _video
 from .checks import checksum_problems, raise_first
 from .episodes import EpisodeRow, Location, VideoClip
-from .meta import Layout, checksums_bytes, episodes_bytes, info_json, tasks_table
+from .meta import Layout, episodes_bytes, info_json, tasks_table, write_meta
 from .schema import (
     CHECKSUMS_PATH,
     DATA_PATH,
@@ -247,15 +247,14 @@ class DatasetWriter:
         st.write_atomic(stage / "data.parquet", st.parquet_bytes(table))
         data = self._next_location()
         moves = [("data.parquet", data.path(DATA_PATH))]
-        file_sums = {data.path(DATA_PATH): st.sha256_file(stage / "data.parquet")}
         videos = {}
         for key in self.video_keys:
-            loc, staged = self._next_location(key), f"videos/{key}.mp4"
-            moves.append((staged, loc.path(VIDEO_PATH, video_key=key)))
-            file_sums[loc.path(VIDEO_PATH, video_key=key)] = st.sha256_file(stage / staged)
+            loc = self._next_location(key)
+            moves.append((f"videos/{key}.mp4", loc.path(VIDEO_PATH, video_key=key)))
             if key not in self._video_info:
-                self._video_info[key] = _video.video_info(stage / staged, self.gop, _video.CRF)
+                self._video_info[key] = _video.video_info(stage / moves[-1][0], self.gop, _video.CRF)
             videos[key] = VideoClip(loc, 0.0, n / self.fps)
+        file_sums = {rel: st.sha256_file(stage / staged) for staged, rel in moves}
         stats = {k: array_stats(arrays[k]) for k in schema.names}
         stats.update({k: self._image_stats[k].result() for k in self.video_keys})
         row = EpisodeRow(ep, list(dict.fromkeys(self._frame_tasks)), n, data, self.num_frames, self.num_frames + n,
@@ -281,15 +280,9 @@ class DatasetWriter:
         if rows:
             meta += [(TASKS_PATH, st.parquet_bytes(tasks_table(tasks))), (EPISODES_FILE, episodes_bytes(rows)),
                      (STATS_PATH, st.json_bytes(stats_to_json(stats)))]
-        meta.append((INFO_PATH, st.json_bytes(info)))
-        for rel, data in meta:
-            st.write_atomic(stage / "meta" / Path(rel).name, data)
-            checksums[rel] = st.sha256_file(stage / "meta" / Path(rel).name)
-        st.write_atomic(stage / "meta" / "checksums.json", checksums_bytes(checksums))
+        write_meta(stage, meta + [(INFO_PATH, st.json_bytes(info))], checksums)
         # meta last, info.json very last: a reader that ignores the journal sees old or new, rarely a mix
-        all_moves = list(moves) + [(f"meta/{Path(rel).name}", rel) for rel, _ in meta[:-1]]
-        all_moves += [("meta/checksums.json", CHECKSUMS_PATH), (f"meta/{Path(INFO_PATH).name}", INFO_PATH)]
-        st.commit(stage, all_moves)
+        st.commit(stage, list(moves) + [(rel, rel) for rel, _ in meta] + [(CHECKSUMS_PATH,) * 2, (INFO_PATH,) * 2])
         # committed: adopt the new state
         self._tasks, self._rows, self._stats, self._checksums = tasks, rows, stats, checksums
 
