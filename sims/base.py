@@ -1,7 +1,16 @@
 """The Simulator protocol: one batched interface over every physics engine.
 
-Shapes: ``n`` envs, ``j`` spec joints (hardware motor order), ``a`` actuated joints.
-Every adapter must pass tests/sims/test_conformance.py.
+Shapes: ``n`` envs, ``j`` spec joints (hardware motor order), ``a`` actuated joints, ``k`` envs
+addressed by a call (``env_ids``), ``s`` the width of an adapter's get_state row.
+Every adapter must pass tests/sims/test_conformance.py; sims/adapter.py holds the checks and
+bookkeeping the batched adapters share.
+
+State restore comes in two strengths. ``state``: set_state puts back a get_state row (the same
+state to rounding); what an engine keeps outside the row (PyBullet's contact points and solver
+warm start, Genesis' constraint warm start) can make a replay in contact drift. ``exact_state``:
+any row, set into any env at any later time, replays bit for bit. A task or test that needs
+identical replays asks for ``exact_state``; today MuJoCo offers it (its rollout starts every
+control step from the row alone).
 """
 
 from __future__ import annotations
@@ -22,7 +31,8 @@ CAPABILITIES = {
     "ee_pose": "end-effector pose",
     "wrench": "wrist force/torque sensing",
     "render": "RGB camera rendering",
-    "state": "exact full-state get/set",
+    "state": "full-state get/set (set_state restores a get_state row to rounding)",
+    "exact_state": "bit-exact restore: a get_state row set into any env, at any later time, replays bit for bit",
     "physics_params": "per-env friction, added base mass and link mass scale (domain randomization)",
     "push": "velocity kicks to the floating base",
     "fixture_pose": "per-env pose of a fixed scene body (the peg board)",
@@ -35,6 +45,7 @@ class UnsupportedTask(ValueError):
 
 
 def check_capabilities(sim_name: str, offered: frozenset[str], task_name: str, needed: set[str]) -> None:
+    """Raise UnsupportedTask naming (and describing) every capability in ``needed`` not ``offered``."""
     missing = sorted(set(needed) - set(offered))
     if missing:
         what = "; ".join(f"{m} ({CAPABILITIES.get(m, '?')})" for m in missing)
@@ -100,9 +111,10 @@ class Simulator(Protocol):
     """A batch of ``n_envs`` identical scenes holding one robot each.
 
     ``step`` takes one control-period command for the actuated joints — PD position targets
-    [rad] in ``pd`` mode (gains from the RobotSpec, torque-limited) or joint torques in
-    ``torque`` mode — and advances ``decimation`` physics steps. Envs whose physics became
-    non-finite are reset to the model's default and flagged in ``diverged`` until the next step.
+    [rad] in ``pd`` mode (gains from the RobotSpec, torque-limited) or joint torques [N m] in
+    ``torque`` mode — and advances ``decimation`` physics steps. Envs whose command or physics
+    became non-finite are reset to the model's default and flagged in ``diverged`` until the
+    next step. ``env_ids`` are always (k,) integer arrays of env indices.
     """
 
     name: ClassVar[str]
@@ -116,35 +128,44 @@ class Simulator(Protocol):
     divergence_count: int  # envs reset for non-finite physics since construction
 
     def reset(self, env_ids: np.ndarray, init: InitState) -> None:
-        """Put the envs ``env_ids`` (k,) into ``init`` and zero their clocks."""
+        """Put the envs ``env_ids`` (k,) into ``init`` (k rows) and zero their clocks."""
 
     def step(self, command: np.ndarray) -> None:
-        """Advance all envs one control period. command: (n, a)."""
+        """Advance all envs one control period. command: (n, a) float; a wrong shape raises ValueError."""
 
     def state(self) -> RobotState:
-        """The batched RobotState (with the privileged part filled in)."""
+        """The batched RobotState, (n, ...) arrays with the privileged part filled in; its arrays
+        are copies that outlive the next step."""
 
     def get_state(self) -> np.ndarray:
-        """Full engine state for exact restore, (n, s); the layout is adapter-specific."""
+        """Full engine state, (n, s) float64; the layout is adapter-specific (capability ``state``,
+        and ``exact_state`` where rows replay bit for bit)."""
 
     def set_state(self, state: np.ndarray, env_ids: np.ndarray | None = None) -> None:
-        """Restore rows of get_state() into ``env_ids`` (all envs when None)."""
+        """Restore rows of get_state(), (k, s), into ``env_ids`` (k,) (all envs when None);
+        sensors then read as at rest in that state."""
 
     def render(self, env_ids: np.ndarray | None = None, camera: str | None = None) -> np.ndarray:
-        """RGB frames (k, H, W, 3) uint8; the default camera tracks the robot's base."""
+        """RGB frames (k, H, W, 3) uint8 of envs ``env_ids`` (all when None), H, W from SimConfig;
+        ``camera`` names an MJCF camera (an unknown name raises ValueError), None the default
+        camera tracking the robot's base."""
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release the engine (clients, threads, renderers); closing twice is harmless."""
 
 
 class Randomizable(Protocol):
     """Optional methods, offered by adapters whose ``capabilities`` name them."""
 
     def set_physics(self, env_ids: np.ndarray, params: PhysicsParams) -> None:
-        """Capability ``physics_params``: set the physical parameters of envs ``env_ids`` (k,)."""
+        """Capability ``physics_params``: set the physical parameters of envs ``env_ids`` (k,); a None
+        field keeps its value; added mass on a robot without a floating base raises ValueError."""
 
     def push(self, env_ids: np.ndarray, lin_vel: np.ndarray) -> None:
-        """Capability ``push``: add ``lin_vel`` (k, 3) [m/s, world frame] to the base velocity now."""
+        """Capability ``push``: add ``lin_vel`` (k, 3) [m/s, world frame] to the base velocity of envs
+        ``env_ids`` (k,) now; a robot without a floating base raises ValueError."""
 
     def set_fixture_pose(self, body: str, env_ids: np.ndarray, pos: np.ndarray, quat: np.ndarray) -> None:
         """Capability ``fixture_pose``: move the fixed scene body ``body`` of envs ``env_ids``
-        to ``pos`` (k, 3) [m, world frame], ``quat`` (k, 4) w,x,y,z."""
+        to ``pos`` (k, 3) [m, world frame], ``quat`` (k, 4) w,x,y,z (normalised here); a body that is
+        not a static child of the world raises ValueError."""

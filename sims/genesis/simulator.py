@@ -34,7 +34,8 @@ scene is always built so (on a 2-core CPU no measurable step cost at 16 and 64 e
 compiled once, ~90 s, like the others). Pushes write the free joint's velocity.
 
 State rows (get_state) are [time, Genesis qpos, dof velocities]. The constraint solver's warm
-start is not part of them, so a restore mid-contact replays to ~1e-15, not bit for bit.
+start is not part of them, so a restore mid-contact replays close to, not bit for bit (the H1-2
+standing: 5e-10 rad apart after 10 control steps): capability ``state``, not ``exact_state``.
 
 Kernel cache: Genesis compiles its kernels (Quadrants) on first use, then loads them from
 $XDG_CACHE_HOME/quadrants (~/.cache/quadrants; QD_OFFLINE_CACHE_FILE_PATH overrides it); processed

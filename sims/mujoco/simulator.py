@@ -4,6 +4,9 @@ Each env is one row of an mjSTATE_FULLPHYSICS state array; a control step is one
 of ``decimation`` physics steps over all rows, in C, with PD evaluated by the engine's
 actuators at every physics step. No Python loop runs over envs on the step path.
 
+Every control step starts from the state row alone (the solver's warm start is not carried
+between rollouts), so a get_state row set into any env replays bit for bit: ``exact_state``.
+
 Sensor values (IMU, torques, contacts) come from the engine's sensors, which MuJoCo
 evaluates at the start of each physics step: they lag the state by one physics step
 (2 ms for the H1-2), like a real sensor bus.
@@ -42,7 +45,7 @@ class MujocoSimulator:
     name = "mujoco"
     engine = "mujoco"
     capabilities = frozenset({"pd", "torque", "imu", "contact", "ee_pose", "wrench", "render", "state",
-                              "physics_params", "push", "fixture_pose"})
+                              "exact_state", "physics_params", "push", "fixture_pose"})
 
     def __init__(self, robot: RobotSpec, config: SimConfig):
         self._mj = mj = require("mujoco", "mujoco")

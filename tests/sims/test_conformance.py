@@ -12,7 +12,8 @@ import pytest
 
 from embody.robots import get_robot
 from embody.rotations import quat_rotate_inverse, yaw_quat
-from embody.sims import InitState, SimConfig, installed_simulators, make_sim
+from embody.sims import SIMULATORS, InitState, SimConfig, installed_simulators, make_sim
+from embody.sims.base import UnsupportedTask, check_capabilities
 
 G = 9.81
 SIMS = [pytest.param(s, marks=pytest.mark.genesis) if s == "genesis" else s for s in installed_simulators()]
@@ -198,7 +199,7 @@ def test_reset_of_selected_envs(sim_name):
 
 
 @pytest.mark.parametrize("sim_name", SIMS)
-def test_full_state_restores_exactly(sim_name):
+def test_full_state_restores_out_of_contact(sim_name):
     sim = build(sim_name, robot="cartpole", n=2, control="torque", decimation=2, physics_dt=0.01)
     needs(sim, "state")
     sim.reset(np.arange(2), InitState(np.tile([0.0, np.pi], (2, 1)), np.zeros((2, 2))))
@@ -212,6 +213,46 @@ def test_full_state_restores_exactly(sim_name):
         sim.step(a)
     np.testing.assert_allclose(sim.state().joint_pos, first, atol=1e-12)
     sim.close()
+
+
+@pytest.mark.parametrize("sim_name", SIMS)
+def test_exact_state_replays_bit_for_bit(sim_name):
+    """step, get_state, step k, set_state, step k again: identical rows, in contact, for a row that
+    is old by then and for rows set into the other env."""
+    sim = build(sim_name, n=2, decimation=4)
+    needs(sim, "exact_state")
+    pose = np.tile(sim.robot.default_pose, (2, 1))
+    for _ in range(25):  # standing: both feet in contact
+        sim.step(pose)
+    saved = sim.get_state()
+    rng = np.random.default_rng(0)
+    actions = [pose + 0.1 * rng.standard_normal(pose.shape) for _ in range(10)]
+
+    def trajectory(acts):
+        rows = []
+        for a in acts:
+            sim.step(a)
+            rows.append(sim.get_state())
+        return np.stack(rows)
+
+    first = trajectory(actions)
+    for _ in range(20):
+        sim.get_state()
+    sim.set_state(saved)
+    np.testing.assert_array_equal(trajectory(actions), first)
+    sim.set_state(saved[[1, 0]])
+    np.testing.assert_array_equal(trajectory([a[[1, 0]] for a in actions]), first[:, [1, 0]])
+    sim.close()
+
+
+@pytest.mark.parametrize("sim_name", SIMS)
+def test_a_task_needing_exact_restore_is_refused_by_name(sim_name):
+    offered = SIMULATORS.get(sim_name).capabilities
+    if "exact_state" in offered:
+        check_capabilities(sim_name, offered, "replay", {"exact_state"})
+    else:
+        with pytest.raises(UnsupportedTask, match="lacks exact_state"):
+            check_capabilities(sim_name, offered, "replay", {"exact_state"})
 
 
 @pytest.mark.parametrize("sim_name", SIMS)

@@ -220,6 +220,14 @@ def test_non_finite_commands_reset_the_env_and_are_counted():
 
 
 @needs_pybullet
+def test_snapshot_tokens_are_the_simulators_own():
+    """A row of another simulator (a recorded dataset) never names one of this one's snapshots."""
+    a, b = sim(n=1), sim(n=1)
+    assert a.get_state()[0, -1] != b.get_state()[0, -1]
+    assert "exact_state" not in a.capabilities  # older rows and rows set into another env drift in contact
+
+
+@needs_pybullet
 def test_a_world_that_went_non_finite_is_rebuilt():
     s = sim("h1_2", n=2)
     bad = s.get_state()
