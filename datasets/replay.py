@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -101,38 +100,23 @@ def dynamic(ds, sim: str) -> list[dict]:
 
 
 def to_robot(ds, robot: str, target: str, domain: int = 0, episodes: list[int] | None = None) -> dict:
-    """Stream recorded joint targets to ``robot`` at ``target`` through the safety supervisor."""
-    from embody.hardware.deploy import make_driver, parse_target, start_robot_sim, stop_robot_sim, wait_phase
+    """Stream recorded joint targets to ``robot`` at ``target`` at the recording's rate, in a supervised
+    session (ramp → hold → targets → damping); its summary with ``commands``, the targets sent."""
+    from embody.hardware.deploy import open_target
     from embody.hardware.interface import HardwareError, JointCommand
-    from embody.hardware.supervisor import Phase
+    from embody.hardware.session import SessionConfig, SupervisedSession
     from embody.robots import get_robot
 
     if ds.info.get("robot_type") != robot:
         raise HardwareError(f"{ds.root} was recorded on robot {ds.info.get('robot_type')!r}, not {robot!r}")
     spec = get_robot(robot)
-    start_sim, iface = parse_target(target)
+    chosen = episodes if episodes is not None else range(ds.num_episodes)
+    targets = np.concatenate([ds.episode(e)["embody.joint_target"] for e in chosen])
     # the H1-2 stays on the band: open-loop targets replayed on a free humanoid would make it fall
-    sim = start_robot_sim(robot, iface, domain, band=robot == "h1_2") if start_sim else None
-    driver = make_driver(spec, iface, domain, None)
-    sup, sent, summary = driver.supervisor, 0, {}
-    try:
-        driver.connect(10.0)
-        with driver:
-            sup.start_ramp()
-            wait_phase(sup, Phase.HOLD, sup.config.ramp_s + 5.0)
-            sup.start_policy()
-            for e in episodes if episodes is not None else range(ds.num_episodes):
-                for targets in ds.episode(e)["embody.joint_target"]:
-                    if sup.phase is not Phase.POLICY:
-                        break
-                    q = spec.default_pose.copy()
-                    q[spec.actuated] = targets
-                    driver.send_command(JointCommand.pd(spec, q))
-                    sent += 1
-                    time.sleep(1.0 / ds.fps)
-            summary.update(ended_in=sup.phase.name, commands=sent, counters=dict(sup.counters),
-                           events=[(e.old.name, e.new.name, e.reason) for e in sup.events])
-    finally:
-        if sim is not None:
-            summary["robot_sim"] = stop_robot_sim(sim)
-    return summary
+    with open_target(spec, target, domain, band=robot == "h1_2") as t:
+        def step(tick: int, _t: float) -> bool:
+            t.driver.send_command(JointCommand.pd_actuated(spec, targets[tick]))
+            return tick + 1 < len(targets)
+
+        result = SupervisedSession(t.driver, SessionConfig(rate_hz=ds.fps, hold_s=0.0)).run(step)
+    return {**result.as_dict(), "commands": result.ticks, **({"robot_sim": t.robot_sim} if t.sim else {})}

@@ -207,7 +207,7 @@ def _deploy_arguments(p: argparse.ArgumentParser) -> None:
     add_set(p, "the run's config")
 
 
-@command("deploy", "run a trained policy on a robot through the safety supervisor (exit 1: it did not end in POLICY)",
+@command("deploy", "run a trained policy on a robot through the safety supervisor (exit 1: a fault damped it)",
          _deploy_arguments)
 def _deploy(args) -> int:
     import logging
@@ -220,9 +220,17 @@ def _deploy(args) -> int:
     cfg = DeployConfig(robot=args.robot, target=args.target, domain=args.domain, duration_s=args.duration,
                        band=not args.no_band, ramp_s=args.ramp, record=Path(args.record) if args.record else None)
     commands = None if args.command is None else np.array(args.command)
-    summary = deploy(Path(args.run), cfg, args.set, commands)
+    return _session_result("deploy", deploy(Path(args.run), cfg, args.set, commands))
+
+
+def _session_result(name: str, summary: dict) -> int:
+    """Print a supervised session's summary (JSON) and, after a fault, one line naming it; its exit code
+    (1: a fault ended it in damping, hardware/session.py)."""
     print(json.dumps(summary, indent=2))
-    return exits.OK if summary["ended_in"] == "POLICY" else exits.FAILED
+    if summary["fault"] is not None:
+        print(f"embody {name}: fault in {summary['stage']}: {summary['fault']} (the robot was damped)",
+              file=sys.stderr)
+    return summary["exit_code"]
 
 
 # ---------------------------------------------------------------- datasets: record, replay, dataset
@@ -268,8 +276,8 @@ def _replay(args) -> int:
 
     ds = load(Path(args.dir))
     if args.robot:
-        result = replay.to_robot(ds, args.robot, args.target, args.domain)
-    elif args.mode == "kinematic":
+        return _session_result("replay", replay.to_robot(ds, args.robot, args.target, args.domain))
+    if args.mode == "kinematic":
         result = replay.kinematic(ds, args.sim, Path(args.out) if args.out else None)
     else:
         result = replay.dynamic(ds, args.sim)

@@ -2,14 +2,16 @@
 
 The observation builder and action mapping are the training task's own (``PolicyRunner``
 holds the task with one env and calls exactly what the VecEnv calls), so the deployed
-observation equals the training observation for the same RobotState. Sequence, all through
-the safety supervisor: zero torque → ramp to the default pose → hold → (release the band of a
-simulated robot) → policy at 50 Hz → damping on exit, fault, Ctrl-C or SIGTERM.
+observation equals the training observation for the same RobotState. The sequence is the
+``SupervisedSession``'s (hardware/session.py), all through the safety supervisor: zero torque →
+ramp to the default pose → hold → (release the band of a simulated robot) → policy at 50 Hz →
+damping on exit, fault, Ctrl-C or SIGTERM; a fault in any stage ends in the summary with its reason.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import logging
 import os
@@ -19,6 +21,7 @@ import sys
 import threading
 import time
 import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +31,8 @@ import torch
 from embody.robots import RobotSpec, RobotState
 
 from .interface import HardwareError, JointCommand
-from .supervisor import Phase, PhaseError, SafetySupervisor, SupervisorConfig
+from .session import SessionConfig, SupervisedSession
+from .supervisor import SafetySupervisor, SupervisorConfig, tilt_rad
 
 log = logging.getLogger("embody.hardware.deploy")
 
@@ -84,9 +88,7 @@ class PolicyRunner:
         targets = self.task.action_to_command(action.astype(np.float64))
         self.task.after_step(action)
         self._fix_commands()  # the task would resample commands on its own schedule
-        q = self.robot.default_pose.copy()
-        q[self.robot.actuated] = targets[0]
-        return JointCommand.pd(self.robot, q)
+        return JointCommand.pd_actuated(self.robot, targets[0])
 
 
 @dataclass
@@ -146,6 +148,32 @@ def stop_robot_sim(proc: subprocess.Popen) -> str:
     return proc.output[-1].strip() if proc.output else ""
 
 
+@dataclass
+class Target:
+    """A robot at a deploy target: its driver (not connected yet), the DDS interface, and the robot-sim
+    child for ``sim`` (None otherwise; ``robot_sim`` holds its last line once stopped)."""
+
+    driver: object
+    iface: str
+    sim: subprocess.Popen | None
+    robot_sim: str | None = None
+
+
+@contextlib.contextmanager
+def open_target(robot: RobotSpec, target: str, domain: int, band: bool = False) -> Iterator[Target]:
+    """``robot`` at ``target`` (``sim`` or ``dds:IFACE``) for one session: for ``sim`` a robot-sim child is
+    started first (``band``: held by the band) and stopped on exit, whatever happened."""
+    start_sim, iface = parse_target(target)
+    sim = start_robot_sim(robot.name, iface, domain, band) if start_sim else None
+    t = Target(None, iface, sim)
+    try:
+        t.driver = make_driver(robot, iface, domain, None)
+        yield t
+    finally:
+        if sim is not None:
+            t.robot_sim = stop_robot_sim(sim)
+
+
 def make_driver(robot: RobotSpec, iface: str, domain: int, supervisor: SafetySupervisor | None):
     """The DDS driver of ``robot`` (the H1-2 on unitree_hg, or the simulated peg arm)."""
     if robot.name == "h1_2":
@@ -160,55 +188,33 @@ def make_driver(robot: RobotSpec, iface: str, domain: int, supervisor: SafetySup
                         "(real UR and Franka arms: embody.hardware.arms)")
 
 
-def wait_phase(supervisor: SafetySupervisor, phase: Phase, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while supervisor.phase is not phase:
-        if supervisor.phase is Phase.DAMPING:
-            raise RuntimeError(f"supervisor entered damping while waiting for {phase.name}: {supervisor.events[-1].reason}")
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"supervisor did not reach {phase.name} within {timeout_s:g} s (now {supervisor.phase.name})")
-        time.sleep(0.01)
+class PolicyStep:
+    """Deploy's step (a session ``Step``): the live state, stamped with the task's clock (time since
+    the episode began) → ``runner.command`` → the driver (→ the recorder); tracks the torso tilt."""
 
+    def __init__(self, driver, runner: PolicyRunner, recorder=None):
+        self.driver, self.runner, self.recorder = driver, runner, recorder
+        self.max_tilt = 0.0  # [rad]
 
-def run_policy(driver, runner: PolicyRunner, supervisor: SafetySupervisor, cfg: DeployConfig,
-               recorder=None) -> dict:
-    """The 50 Hz loop; stops after ``duration_s`` or when the supervisor damps. Returns a summary."""
-    runner.reset()
-    try:
-        supervisor.start_policy()
-    except PhaseError:  # a fault during the hold (the watchdog, an e-stop): nothing to run
-        return {"policy_s": 0.0, "policy_steps": 0, "max_torso_tilt_deg": 0.0, "ended_in": supervisor.phase.name}
-    period, t0 = 1.0 / cfg.policy_hz, time.monotonic()
-    next_t, steps, max_tilt = t0, 0, 0.0
-    from embody.rotations import projected_gravity
-
-    while time.monotonic() - t0 < cfg.duration_s and supervisor.phase is Phase.POLICY:
-        state = driver.read_state()
-        state.time = np.array([time.monotonic() - t0])  # the task's clock: time since the episode began
-        age = driver.state_age()
-        sent = driver.send_command(runner.command(state))
-        if recorder is not None:
-            recorder.add(state, *runner.last, sent, supervisor.phase, age)
+    def __call__(self, tick: int, t: float) -> bool:
+        state = self.driver.read_state()
+        state.time = np.array([t])
+        age = self.driver.state_age()
+        sent = self.driver.send_command(self.runner.command(state))
+        if self.recorder is not None:
+            self.recorder.add(state, *self.runner.last, sent, self.driver.supervisor.phase, age)
         if state.imu_quat is not None:
-            max_tilt = max(max_tilt, float(np.arccos(np.clip(-projected_gravity(state.imu_quat)[0, 2], -1, 1))))
-        steps += 1
-        next_t += period
-        time.sleep(max(0.0, next_t - time.monotonic()))
-    return {"policy_s": time.monotonic() - t0, "policy_steps": steps, "max_torso_tilt_deg": float(np.degrees(max_tilt)),
-            "ended_in": supervisor.phase.name}
+            self.max_tilt = max(self.max_tilt, tilt_rad(state.imu_quat[0]))
+        return True
 
 
 def deploy(run: Path, cfg: DeployConfig, overrides: list[str] = (), commands: np.ndarray | None = None) -> dict:
     """Deploy ``run`` to ``cfg.robot`` at ``cfg.target``; returns the summary (also printed by the CLI)."""
-    start_sim, iface = parse_target(cfg.target)
+    parse_target(cfg.target)  # refused before anything is loaded or created
     runner = PolicyRunner(run, overrides, commands)
     if runner.robot.name != cfg.robot:
         raise HardwareError(f"{run} was trained for robot {runner.robot.name!r}, not {cfg.robot!r}")
     band = cfg.band and cfg.robot == "h1_2"
-    sim = start_robot_sim(cfg.robot, iface, cfg.domain, band) if start_sim else None
-    driver = make_driver(runner.robot, iface, cfg.domain, None)
-    config = dataclasses.replace(cfg.supervisor or driver.supervisor.config, ramp_s=cfg.ramp_s)
-    supervisor = driver.supervisor = SafetySupervisor(runner.robot, config)
     summary: dict = {}
     recorder = None
     if cfg.record is not None:
@@ -217,25 +223,32 @@ def deploy(run: Path, cfg: DeployConfig, overrides: list[str] = (), commands: np
         recorder = DeployRecorder(cfg.record, runner, round(cfg.policy_hz),
                                   {"task": runner.task.name, "run": str(run), "robot": cfg.robot, "target": cfg.target})
     try:
-        driver.connect(cfg.connect_timeout_s)
-        with driver:
-            supervisor.install_signal_handlers()
-            supervisor.start_ramp()
-            wait_phase(supervisor, Phase.HOLD, cfg.ramp_s + 5.0)
-            time.sleep(cfg.hold_s)
-            if sim is not None and band:
-                from .robot_sim import sim_control
-
-                sim_control(cfg.domain, iface, band=False)
-            summary.update(run_policy(driver, runner, supervisor, cfg, recorder), driver=dict(driver.stats))
+        with open_target(runner.robot, cfg.target, cfg.domain, band) as target:
+            driver = target.driver
+            config = dataclasses.replace(cfg.supervisor or driver.supervisor.config, ramp_s=cfg.ramp_s)
+            driver.supervisor = SafetySupervisor(runner.robot, config)
+            step = PolicyStep(driver, runner, recorder)
+            session = SupervisedSession(driver, SessionConfig(rate_hz=cfg.policy_hz, hold_s=cfg.hold_s,
+                                                              duration_s=cfg.duration_s,
+                                                              connect_timeout_s=cfg.connect_timeout_s),
+                                        on_hold=release_band(cfg.domain, target.iface) if target.sim and band else None)
+            runner.reset()
+            result = session.run(step)
+        summary.update(result.as_dict(), policy_s=result.loop_s, policy_steps=result.ticks,
+                       max_torso_tilt_deg=float(np.degrees(step.max_tilt)), driver=dict(driver.stats))
     finally:
         if recorder is not None:
             summary["recorded"] = {"dataset": str(cfg.record), "episodes": recorder.close()}
-        supervisor.uninstall_signal_handlers()
-        if sim is not None:
-            summary["robot_sim"] = stop_robot_sim(sim)
-    summary["events"] = [{"t": e.time, "from": e.old.name, "to": e.new.name, "reason": e.reason}
-                         for e in supervisor.events]
-    summary["counters"] = dict(supervisor.counters)
+    if target.sim is not None:
+        summary["robot_sim"] = target.robot_sim
     log.info("deploy summary: %s", json.dumps(summary))
     return summary
+
+
+def release_band(domain: int, iface: str):
+    """An ``on_hold`` that releases a simulated humanoid's elastic band as the policy starts."""
+    def release() -> None:
+        from .robot_sim import sim_control
+
+        sim_control(domain, iface, band=False)
+    return release

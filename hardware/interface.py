@@ -8,12 +8,15 @@ safety supervisor; ``send_command`` returns what was actually sent after clampin
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 from embody.robots import RobotSpec, RobotState
 
 from embody import exits
+
+if TYPE_CHECKING:  # supervisor.py imports JointCommand from here
+    from .supervisor import SafetySupervisor
 
 
 class HardwareError(ValueError):
@@ -64,6 +67,14 @@ class JointCommand:
         cmd.q[:], cmd.kp[:], cmd.kd[:] = q, robot.kp, robot.kd
         return cmd
 
+    @classmethod
+    def pd_actuated(cls, robot: RobotSpec, targets: np.ndarray) -> "JointCommand":
+        """Hold the actuated joints at ``targets`` (a,) (a task's ``action_to_command`` row, a recorded
+        ``embody.joint_target``) and every other joint at the default pose, with the spec's gains."""
+        q = robot.default_pose.copy()
+        q[robot.actuated] = targets
+        return cls.pd(robot, q)
+
     def copy(self) -> "JointCommand":
         return JointCommand(**{f.name: np.array(getattr(self, f.name), copy=True) for f in fields(self)})
 
@@ -87,9 +98,13 @@ class CartesianCommand:
 @runtime_checkable
 class RobotInterface(Protocol):
     """A connected robot. Use as a context manager: ``with driver: ...`` connects and, on exit
-    (also on exceptions), damps the robot and closes the connection."""
+    (also on exceptions), damps the robot and closes the connection.
+
+    ``supervisor`` is the SafetySupervisor every command passes; a caller may replace it before
+    ``connect`` (deploy does, with the run's ramp time) but never while the robot runs."""
 
     robot: RobotSpec
+    supervisor: SafetySupervisor
 
     def connect(self, timeout_s: float = 5.0) -> None:
         """Reach the robot and wait for its first state; RobotConnectionError after ``timeout_s``."""

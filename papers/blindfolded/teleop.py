@@ -4,14 +4,11 @@
 (``add_teleop_arguments`` / ``run_teleop``). ``embody blindfolded import --dataset DIR`` (``teleop_demos`` /
 ``run_import``) turns a recorded dataset into the peg study's ``demos.Demos`` (successful episodes only).
 
-The arm is driven only through its RobotInterface and the safety supervisor, as ``embody deploy``
-drives it: the supervisor ramps it to its default pose and holds; then, per episode, a homing move
-(Cartesian straight lines, lifted out of the hole first, sent as supervised PD targets) takes the
-peg tip to the task's start pose (the task's own ``reset_distribution``), and the human moves it.
-Each tick is the VecEnv's task sequence on the live state, exactly as ``PolicyRunner`` does it:
-``observe`` → the human's move as the action → ``action_to_command`` → ``after_step``. The
-recorded pairs (the 33-dim observation, the 3-dim move in [-1, 1]) are therefore what a cloned
-policy sees and emits.
+The devices, displays, homing and the supervised session are the core's (``embody.hardware.teleop``:
+the arm is driven only through its RobotInterface and the safety supervisor, as ``embody deploy``
+drives it; each tick is the task's own observe → action → action_to_command → after_step). This file
+holds what is blindfolded's: what the human is told (a ``Region``) and shown (``learner_view``), the
+true hole for the success test, the dataset schema, the conversion into peg demonstrations, and the CLI.
 
 An episode ends on success (the task's own test, which needs the true hole pose: the known board
 of the simulated arm, or ``hole_pos`` measured on a real one; the human is never shown it), when
@@ -31,10 +28,6 @@ sent (``embody.sent.q``, ``embody.sent.kp``); per episode (constant over its fra
 ``embody.teleop.device``, ``embody.teleop.region`` (told, cx, cy, half width; m, relative to the
 nominal mouth), ``embody.teleop.outcome`` (success, done, timeout) and, for analysis only,
 ``embody.teleop.hole`` (the true mouth x, y, z and yaw, base frame; never an observation).
-
-Input devices share ``read() -> (move (3,) in [-1, 1], buttons)``; buttons are a set of "done",
-"abort" (and "slow" for the keyboard's Shift). pygame(-ce) is imported lazily; without a display
-SDL's dummy video driver is used, so everything runs headless.
 """
 
 from __future__ import annotations
@@ -42,208 +35,25 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-import os
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 
 from embody.exits import CommandError
+from embody.hardware import teleop as core
+from embody.hardware.teleop import DeviceError, InputDevice, PygameDisplay, TerminalDisplay, make_device
+from embody.hardware.teleop.episodes import OUTCOMES
 
 log = logging.getLogger("embody.blindfolded.teleop")
 
 DATASET_DIR = Path("runs/blindfolded/teleop")
-DEVICES = ("keyboard", "gamepad", "spacemouse", "scripted")
-OUTCOMES = ("success", "done", "timeout")
-BUTTONS = frozenset({"done", "abort", "grip", "slow"})
-SLOW = 0.3  # the keyboard's Shift: fine positioning
+DEVICES = (*core.DEVICES, "scripted")  # embody.teleop.device's names
+CLEAR = 0.005  # m above the true mouth: below it, homing draws the peg straight out first
 _OBS_NAMES = ([f"q{i}" for i in range(7)] + [f"dq{i}" for i in range(7)] + ["tip_x", "tip_y", "tip_z"]
               + ["quat_w", "quat_x", "quat_y", "quat_z"] + ["fx", "fy", "fz", "mx", "my", "mz"]
               + ["last_x", "last_y", "last_z"] + ["target_x", "target_y", "target_z"])
-
-
-class DeviceError(RuntimeError):
-    """An input device that is missing, unsupported or not connected."""
-
-
-class TeleopError(RuntimeError):
-    """The session could not run (the supervisor damped the arm, the homing move failed)."""
-
-
-class InputDevice(Protocol):
-    name: str
-
-    def read(self) -> tuple[np.ndarray, set[str]]:
-        """(move (3,) in [-1, 1]: +x away from the arm's base, +y to its left, +z up; buttons held or pressed)."""
-
-    def close(self) -> None: ...
-
-
-# -- pygame ---------------------------------------------------------------------------------------------
-
-def init_pygame(window: bool = True, size: tuple[int, int] = (480, 160)):
-    """pygame(-ce), initialized; SDL's dummy video driver when there is no display (headless)."""
-    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or sys.platform in ("darwin", "win32")):
-        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
-    try:
-        import pygame
-    except ImportError as e:
-        raise DeviceError("keyboard and gamepad teleoperation need pygame-ce (pip install pygame-ce)") from e
-    for part in (pygame.display, pygame.joystick, pygame.font):  # not pygame.init(): no audio wanted
-        part.init()
-    if window and pygame.display.get_surface() is None:
-        pygame.display.set_mode(size)
-        pygame.display.set_caption("embody teleop: peg-insert (the learner's view)")
-    return pygame
-
-
-def dead_zone(value: np.ndarray | float, zone: float) -> np.ndarray:
-    """|v| < zone → 0, beyond it rescaled to reach ±1 at ±1 (no jump at the zone's edge); clipped to [-1, 1]."""
-    v = np.clip(np.asarray(value, dtype=np.float64), -1.0, 1.0)
-    return np.where(np.abs(v) < zone, 0.0, np.sign(v) * (np.abs(v) - zone) / (1.0 - zone))
-
-
-class KeyboardInput:
-    """Keys held in the pygame window: arrows or WASD move x/y (Up/W +x, Left/A +y), R/PageUp and
-    F/PageDown z; Shift slows to 30%; Enter (or Space) ends the episode ("done"), Esc or closing the
-    window aborts. Held keys are tracked from KEYDOWN/KEYUP events (what a real keyboard and
-    ``pygame.event.post`` both produce); losing the window's focus releases them all."""
-
-    name = "keyboard"
-
-    def __init__(self):
-        self.pg = pg = init_pygame()
-        self.axes = {pg.K_UP: (0, 1), pg.K_w: (0, 1), pg.K_DOWN: (0, -1), pg.K_s: (0, -1),
-                     pg.K_LEFT: (1, 1), pg.K_a: (1, 1), pg.K_RIGHT: (1, -1), pg.K_d: (1, -1),
-                     pg.K_r: (2, 1), pg.K_PAGEUP: (2, 1), pg.K_f: (2, -1), pg.K_PAGEDOWN: (2, -1)}
-        self.held: set[int] = set()
-        self.shift = False
-
-    def read(self) -> tuple[np.ndarray, set[str]]:
-        pg, buttons = self.pg, set()
-        for e in pg.event.get():
-            if e.type == pg.KEYDOWN:
-                if e.key == pg.K_ESCAPE:
-                    buttons.add("abort")
-                elif e.key in (pg.K_RETURN, pg.K_KP_ENTER, pg.K_SPACE):
-                    buttons.add("done")
-                elif e.key in (pg.K_LSHIFT, pg.K_RSHIFT):
-                    self.shift = True
-                else:
-                    self.held.add(e.key)
-            elif e.type == pg.KEYUP:
-                self.held.discard(e.key)
-                if e.key in (pg.K_LSHIFT, pg.K_RSHIFT):
-                    self.shift = False
-            elif e.type == pg.QUIT:
-                buttons.add("abort")
-            elif e.type == pg.WINDOWFOCUSLOST:
-                self.held.clear()
-                self.shift = False
-        move = np.zeros(3)
-        for key in self.held:
-            if key in self.axes:
-                axis, sign = self.axes[key]
-                move[axis] += sign
-        move = np.clip(move, -1.0, 1.0)
-        if self.shift:
-            buttons.add("slow")
-            move *= SLOW
-        return move, buttons
-
-    def close(self) -> None:
-        pass
-
-
-class GamepadInput:
-    """A pygame joystick: left stick x/y (stick up = +x, left = +y), right stick vertical z (up = +z),
-    each with a dead zone; button 0 (A / cross) or 7 (start) = "done", button 1 (B / circle) or 6
-    (back) = "abort". Axes are tracked from JOYAXISMOTION events. ``joystick``: an index into
-    pygame's joysticks or an opened joystick (anything with ``get_instance_id()``)."""
-
-    name = "gamepad"
-    AXES = {0: (1, -1.0), 1: (0, -1.0), 3: (2, -1.0)}  # SDL axis → (move axis, sign); SDL's stick up is -1
-    DONE, ABORT = (0, 7), (1, 6)
-
-    def __init__(self, joystick=0, dead_zone: float = 0.15):
-        if not 0 <= dead_zone < 1:
-            raise ValueError(f"dead_zone must lie in [0, 1), got {dead_zone}")
-        self.pg = pg = init_pygame()
-        if isinstance(joystick, int):
-            pg.joystick.init()
-            if pg.joystick.get_count() <= joystick:
-                raise DeviceError(f"no gamepad {joystick}: pygame sees {pg.joystick.get_count()} joystick(s); "
-                                  "plug one in, or use --teleop keyboard")
-            joystick = pg.joystick.Joystick(joystick)
-        self.joystick, self.zone = joystick, dead_zone
-        self.instance = joystick.get_instance_id()
-        self.raw = np.zeros(3)
-
-    def read(self) -> tuple[np.ndarray, set[str]]:
-        pg, buttons = self.pg, set()
-        for e in pg.event.get():
-            if getattr(e, "instance_id", self.instance) != self.instance:
-                continue
-            if e.type == pg.JOYAXISMOTION and e.axis in self.AXES:
-                axis, sign = self.AXES[e.axis]
-                self.raw[axis] = sign * float(e.value)
-            elif e.type == pg.JOYBUTTONDOWN:
-                buttons.add("done" if e.button in self.DONE else "abort" if e.button in self.ABORT else "grip")
-            elif e.type == pg.JOYDEVICEREMOVED:
-                self.raw[:] = 0.0
-                buttons.add("abort")
-            elif e.type == pg.QUIT:
-                buttons.add("abort")
-        return dead_zone(self.raw, self.zone), buttons
-
-    def close(self) -> None:
-        pass
-
-
-class SpaceMouseInput:
-    """A 3Dconnexion SpaceMouse through ``pyspacemouse`` (optional: DeviceError naming it when missing):
-    translation x/y/z with a dead zone; left button "done", right button "abort"."""
-
-    name = "spacemouse"
-
-    def __init__(self, dead_zone: float = 0.1):
-        try:
-            import pyspacemouse
-        except ImportError as e:
-            raise DeviceError("SpaceMouseInput needs the 'pyspacemouse' package (pip install pyspacemouse, and "
-                              "hidapi for your system); use --teleop keyboard or gamepad without it") from e
-        self.lib, self.zone = pyspacemouse, dead_zone
-        if not pyspacemouse.open():
-            raise DeviceError("pyspacemouse found no SpaceMouse (is it plugged in, and readable by this user?)")
-
-    def read(self) -> tuple[np.ndarray, set[str]]:
-        s = self.lib.read()
-        buttons = set()
-        pressed = list(getattr(s, "buttons", []) or [])
-        if pressed[:1] == [1]:
-            buttons.add("done")
-        if pressed[1:2] == [1]:
-            buttons.add("abort")
-        return dead_zone([s.y, -s.x, s.z], self.zone), buttons
-
-    def close(self) -> None:
-        close = getattr(self.lib, "close", None)
-        if close is not None:
-            close()
-
-
-def make_device(name: str) -> InputDevice:
-    if name == "keyboard":
-        return KeyboardInput()
-    if name == "gamepad":
-        return GamepadInput()
-    if name == "spacemouse":
-        return SpaceMouseInput()
-    raise DeviceError(f"unknown teleoperation device {name!r}; devices: keyboard, gamepad, spacemouse")
 
 
 # -- what the human is told and shown -----------------------------------------------------------------
@@ -263,7 +73,7 @@ class Region:
             raise ValueError(f"Region.half_width must be > 0, got {self.half_width}")
 
     @classmethod
-    def parse(cls, text: str) -> "Region":
+    def parse(cls, text: str) -> Region:
         """``"cx,cy,half"`` in mm."""
         try:
             cx, cy, h = (float(v) for v in text.split(","))
@@ -297,50 +107,10 @@ def learner_view(obs: np.ndarray, region: Region | None) -> list[str]:
     return lines
 
 
-class TerminalDisplay:
-    """The learner's view as one status line on stderr, a few times a second."""
-
-    def __init__(self, stream=sys.stderr, interval_s: float = 0.2):
-        self.stream, self.interval, self.last = stream, interval_s, -math.inf
-
-    def show(self, lines: list[str], status: str = "") -> None:
-        now = time.monotonic()
-        if now - self.last >= self.interval:
-            self.last = now
-            self.stream.write("\r" + " | ".join(lines + ([status] if status else [])) + "\x1b[K")
-            self.stream.flush()
-
-    def close(self) -> None:
-        self.stream.write("\n")
-
-
-class PygameDisplay:
-    """The learner's view in the pygame window the keyboard reads."""
-
-    def __init__(self):
-        self.pg = pg = init_pygame()
-        self.font = pg.font.Font(None, 24)
-
-    def show(self, lines: list[str], status: str = "") -> None:
-        pg = self.pg
-        surface = pg.display.get_surface()
-        if surface is None:
-            return
-        surface.fill((20, 20, 28))
-        for i, text in enumerate(lines + ([status] if status else [])):
-            surface.blit(self.font.render(text, True, (230, 230, 230)), (10, 10 + 26 * i))
-        pg.display.flip()
-
-    def close(self) -> None:
-        pass
-
-
 # -- the task side ---------------------------------------------------------------------------------------
 
-class TeleopTask:
-    """The ``peg-insert`` task with one env on a live arm: ``PolicyRunner`` with a human instead of a policy.
-    ``command(state, move)`` makes the VecEnv's per-step task calls in the same order: observe → act →
-    action_to_command → after_step."""
+class TeleopTask(core.TeleopRunner):
+    """The ``peg-insert`` task with one env on a live arm (``TeleopRunner``: ``PolicyRunner`` with a human)."""
 
     def __init__(self, config=None, seed: int = 0):
         from embody.robots import get_robot
@@ -351,42 +121,15 @@ class TeleopTask:
         if config.sim.control != "pd":
             raise ValueError(f"peg-insert uses {config.sim.control} control; the arm takes PD targets")
         self.config, self.seed = config, seed
-        self.robot = get_robot(PegInsert.robot_name, **PegInsert.robot_params(config, seed))
-        self.task = PegInsert(config, self.robot, 1, seed)
-        self.last: tuple[np.ndarray, np.ndarray] | None = None
+        robot = get_robot(PegInsert.robot_name, **PegInsert.robot_params(config, seed))
+        super().__init__(PegInsert(config, robot, 1, seed), robot)
 
     def start(self, hole: np.ndarray, yaw: float = 0.0) -> np.ndarray:
-        """A new episode (the task's reset draw and on_reset); returns the joint pose (7,) to home to.
-        ``hole``: the true mouth (3,), base frame: the success test needs it, the observation never sees it."""
-        task, ids = self.task, np.array([0])
-        q = task.reset_distribution(ids).joint_pos[0].copy()
-        task.on_reset(ids)
-        task.hole[0], task.yaw[0] = hole, yaw
+        """A new episode; returns the joint pose (7,) to home to. ``hole``: the true mouth (3,), base
+        frame: the success test needs it, the observation never sees it."""
+        q = super().start()
+        self.task.place_hole(np.array([0]), hole, yaw)
         return q
-
-    def command(self, state, move: np.ndarray):
-        from embody.hardware.interface import JointCommand
-
-        # float32 in [-1, 1], as a policy emits it (and is recorded); NaN stays NaN, for the supervisor to refuse
-        action = np.clip(np.asarray(move, dtype=np.float64).reshape(1, 3), -1.0, 1.0).astype(np.float32)
-        obs = self.task.observe(state)
-        self.last = (obs, action)
-        targets = self.task.action_to_command(action.astype(np.float64))
-        self.task.after_step(action)
-        q = self.robot.default_pose.copy()
-        q[self.robot.actuated] = targets[0]
-        return JointCommand.pd(self.robot, q)
-
-    def success(self, state) -> bool:
-        return bool(self.task.success(state)[0])
-
-    def home_command(self, q: np.ndarray):
-        """Hold joint pose ``q`` (7,) with gravity compensation (as the task's PD commands are made)."""
-        from embody.hardware.interface import JointCommand
-
-        io = self.task.io
-        q = np.clip(q, self.robot.lower, self.robot.upper)
-        return JointCommand.pd(self.robot, q + io.model.gravity_torque(q[None])[0] / io.kp)
 
 
 def teleop_features(obs_size: int = 33, n_joints: int = 7) -> dict:
@@ -420,154 +163,14 @@ def state_from_frames(ep: dict, i: int):
                       time=row("time").reshape(1), ee_pos=row("ee_pos"), ee_quat=row("ee_quat"), wrench=row("wrench"))
 
 
-# -- the loop --------------------------------------------------------------------------------------------
+# -- the session -----------------------------------------------------------------------------------------
 
-def _wait_phase(supervisor, phase, timeout_s: float) -> None:
-    from embody.hardware.deploy import wait_phase
-
-    try:
-        wait_phase(supervisor, phase, timeout_s)
-    except (RuntimeError, TimeoutError) as e:
-        raise TeleopError(str(e)) from None
-
-
-def _to_policy(driver) -> None:
-    """Ramp and hold through the supervisor if it has not been (as deploy does), then POLICY."""
-    from embody.hardware.supervisor import Phase
-
-    sup = driver.supervisor
-    if sup.phase is Phase.DAMPING:
-        raise TeleopError(f"the supervisor is damping the arm ({sup.events[-1].reason if sup.events else 'e-stop'}); "
-                          "reset it and start again")
-    if sup.phase is Phase.ZERO_TORQUE:
-        sup.start_ramp()
-    if sup.phase is Phase.RAMP:
-        _wait_phase(sup, Phase.HOLD, sup.config.ramp_s + 5.0)
-    if sup.phase is Phase.HOLD:
-        time.sleep(0.2)
-        sup.start_policy()
-
-
-def home(driver, runner: TeleopTask, q_goal: np.ndarray, rate_hz: float, speed: float = 0.1,
-         lift: float = 0.02, tolerance: float = 0.002, settle_s: float = 3.0, extract_speed: float = 0.02,
-         clear: float = 0.005) -> None:
-    """Take the peg tip to the pose ``q_goal`` through the supervisor: out of the hole first, then straight up
-    to ``lift`` above the start height, across, then down, at ``speed`` m/s (supervised PD targets with
-    gravity compensation, IK with the peg pointing down); then wait until the tip is within ``tolerance``.
-
-    Out of the hole: while the tip is below ``clear`` above the true mouth (``runner.start``'s hole), the peg
-    is drawn straight up along its axis at ``extract_speed``, keeping the tip's x, y and the hand's measured
-    orientation, its target never more than the task's ``max_target_offset`` above the measured tip. After a
-    successful episode the peg sits 2 cm deep in a hole with 1 mm of clearance: lifted at ``speed`` there, the
-    big joint-target steps (4 mm per tick at 0.1 m/s, 10 mm at 0.25 m/s) wedged it against the hole's wall
-    (wrist force up to 28 N over ‖f₀‖ at 0.1 m/s; 63–71 N at 0.25 m/s: over the supervisor's 60 N within
-    3 ticks, the arm damped, the session over); drawn out like this, under 6 N. The schedule never catches
-    up after a late tick (a burst of steps would be one big jump of the target)."""
-    from embody.robots.peg_arm.kinematics import DOWN
-
-    model, period = runner.task.io.model, 1.0 / rate_hz
-    goal = model.ee_pose(q_goal[None])[0][0]
-    state = driver.read_state()
-    tip, q = state.ee_pos[0].copy(), state.joint_pos.copy()
-    top = float(runner.task.hole[0, 2]) + clear
-    if tip[2] < top:  # in the hole (or near the board)
-        tip, q = _draw_out(driver, runner, tip, q, top, extract_speed, period, settle_s)
-    z_safe = max(tip[2], goal[2] + lift)
-    waypoints = [np.array([tip[0], tip[1], z_safe]), np.array([goal[0], goal[1], z_safe]), goal]
-    for a, b in zip([tip] + waypoints[:-1], waypoints):
-        n = max(1, int(math.ceil(np.linalg.norm(b - a) / (speed * period))))
-        next_t = time.monotonic()
-        for k in range(1, n + 1):
-            p = a + (b - a) * k / n
-            q = model.ik(p[None], DOWN[None], q, iters=20)
-            _send_home(driver, runner, q[0] if k < n or b is not goal else q_goal)
-            next_t = _pace(next_t, period)
-    deadline = time.monotonic() + settle_s
-    while np.linalg.norm(driver.read_state().ee_pos[0] - goal) > tolerance:
-        _send_home(driver, runner, q_goal)
-        if time.monotonic() > deadline:
-            raise TeleopError(f"homing: the tip did not reach the start within {tolerance * 1000:g} mm in "
-                              f"{settle_s:g} s (at {driver.read_state().ee_pos[0]}, goal {goal})")
-        time.sleep(period)
-
-
-def _draw_out(driver, runner: TeleopTask, tip: np.ndarray, q: np.ndarray, top: float, speed: float,
-              period: float, settle_s: float) -> tuple[np.ndarray, np.ndarray]:
-    """Draw the peg straight up along its axis to height ``top`` at ``speed`` (the hand's measured
-    orientation, the target at most the task's ``max_target_offset`` above the measured tip) → (tip, q)."""
-    model = runner.task.io.model
-    rot, leash = model.ee_pose(q)[1], runner.config.max_target_offset
-    p = tip.copy()
-    deadline = time.monotonic() + (top - tip[2]) / speed + settle_s
-    next_t = time.monotonic()
-    while p[2] < top:
-        p[2] = min(top, p[2] + speed * period, driver.read_state().ee_pos[0, 2] + leash)
-        q = model.ik(p[None], rot, q, iters=20)
-        _send_home(driver, runner, q[0])
-        if time.monotonic() > deadline:
-            raise TeleopError(f"homing: the peg did not come out of the hole (tip at "
-                              f"{driver.read_state().ee_pos[0]}, pulled to {p})")
-        next_t = _pace(next_t, period)
-    return p, q
-
-
-def _send_home(driver, runner: TeleopTask, q: np.ndarray) -> None:
-    from embody.hardware.supervisor import Phase
-
-    sup = driver.supervisor
-    driver.send_command(runner.home_command(q))
-    if sup.phase is not Phase.POLICY:
-        raise TeleopError(f"homing: the supervisor left POLICY: {sup.events[-1].reason}")
-
-
-def _pace(next_t: float, period: float) -> float:
-    """Sleep until the next tick; when late, start the schedule again from now (a catch-up burst of
-    targets would be one big jump)."""
-    next_t += period
-    now = time.monotonic()
-    if next_t > now:
-        time.sleep(next_t - now)
-        return next_t
-    return now
-
-
-def _record_episode(driver, runner: TeleopTask, device: InputDevice, display, region: Region | None,
-                    max_steps: int, rate_hz: float, label: str) -> tuple[list[dict], str | None, dict]:
-    """One episode's control loop at ``rate_hz`` (the arm homed to its start): ``(frames, outcome, stop)``.
-
-    ``frames``: one dict of dataset features per tick (observation, action, the robot state it was
-    built from, the command sent); ``outcome``: "success", "done" or "timeout", or None when the
-    episode must be discarded and the session end; ``stop`` then says why (the summary's
-    ``{"aborted": True}`` or ``{"fault": reason}``), and is ``{}`` otherwise."""
-    from embody.hardware.supervisor import Phase
-
-    sup, period = driver.supervisor, 1.0 / rate_hz
-    frames: list[dict] = []
-    t0 = next_t = time.monotonic()
-    while True:
-        state = driver.read_state()
-        state.time = np.array([time.monotonic() - t0])  # the task's clock: time since the episode began
-        if runner.success(state):
-            return frames, "success", {}
-        move, buttons = device.read()
-        if "abort" in buttons:
-            return frames, None, {"aborted": True}
-        if "done" in buttons:
-            return frames, "done", {}
-        if len(frames) >= max_steps:
-            return frames, "timeout", {}
-        sent = driver.send_command(runner.command(state, move))
-        if sup.phase is not Phase.POLICY:
-            return frames, None, {"fault": sup.events[-1].reason if sup.events else sup.phase.name}
-        obs, action = runner.last
-        frames.append({"observation.state": obs[0], "action": action[0],
-                       "embody.state.joint_pos": state.joint_pos[0], "embody.state.joint_vel": state.joint_vel[0],
-                       "embody.state.joint_torque": state.joint_torque[0], "embody.state.ee_pos": state.ee_pos[0],
-                       "embody.state.ee_quat": state.ee_quat[0], "embody.state.wrench": state.wrench[0],
-                       "embody.state.time": state.time, "embody.sent.q": sent.q, "embody.sent.kp": sent.kp})
-        display.show(learner_view(obs[0], region), f"{label}, step {len(frames)}")
-        next_t += period
-        time.sleep(max(0.0, next_t - time.monotonic()))
+def _frame(state, obs: np.ndarray, action: np.ndarray, sent) -> dict:
+    return {"observation.state": obs[0], "action": action[0],
+            "embody.state.joint_pos": state.joint_pos[0], "embody.state.joint_vel": state.joint_vel[0],
+            "embody.state.joint_torque": state.joint_torque[0], "embody.state.ee_pos": state.ee_pos[0],
+            "embody.state.ee_quat": state.ee_quat[0], "embody.state.wrench": state.wrench[0],
+            "embody.state.time": state.time, "embody.sent.q": sent.q, "embody.sent.kp": sent.kp}
 
 
 def teleoperate(driver, config=None, device: InputDevice | None = None, episodes: int = 1,
@@ -576,7 +179,7 @@ def teleoperate(driver, config=None, device: InputDevice | None = None, episodes
                 display=None, home_speed: float = 0.1) -> dict:
     """Record up to ``episodes`` human demonstrations of peg-insert into the dataset ``out``; returns a summary.
 
-    driver:   a connected RobotInterface with a ``supervisor`` (ramped and started here if it is not)
+    driver:   a RobotInterface with a ``supervisor`` (connected, ramped and started by the session if not)
     config:   the task's PegInsertConfig (default: the task's defaults); its hole_pos is the nominal hole
     device:   an InputDevice; ``region``: what the human is told (None: nothing)
     hole_pos: the true hole mouth (3,) [m, base frame] for the success test only (default: the board of
@@ -584,73 +187,99 @@ def teleoperate(driver, config=None, device: InputDevice | None = None, episodes
     max_steps: the episode limit in ticks (default: the task's max_episode_steps)
 
     The summary: saved episodes with their outcomes and lengths, ``aborted`` (Esc or the window
-    closed: the episode in progress was discarded and the session ended), ``fault`` (the supervisor
-    damped the arm: the same), the dataset's episode count and the supervisor's counters.
+    closed: the episode in progress was discarded and the session ended), ``fault`` (the session
+    ended in damping: the same), ``phase`` (the supervisor's when it ended), ``exit_code``, the
+    dataset's episode count and the supervisor's counters.
     """
-    from embody.datasets.format import DatasetWriter
-    from embody.robots import get_robot
-    from embody.robots.peg_arm import board_params
-
     if device is None:
         raise ValueError("teleoperate needs an input device")
     if rate_hz <= 0 or int(rate_hz) != rate_hz:
         raise ValueError(f"rate_hz must be a positive integer (the dataset's fps), got {rate_hz}")
     runner = TeleopTask(config, seed)
-    task = runner.task
     if driver.robot.n_joints != runner.robot.n_joints:
         raise ValueError(f"the driver's robot {driver.robot.name!r} is not the task's {runner.robot.name!r}")
-    hole = np.asarray(board_params(get_robot("peg_arm")).hole_pos if hole_pos is None else hole_pos, dtype=np.float64)
-    if hole.shape != (3,) or not np.isfinite(hole).all():
-        raise ValueError(f"hole_pos needs 3 finite coordinates, got {hole_pos}")
-    offset = hole - task.nominal
-    if region is not None and not region.contains(offset):
-        raise ValueError(f"the region told ({region.describe()}) does not contain the hole, which is at "
-                         f"{offset[0] * 1000:+.1f}, {offset[1] * 1000:+.1f} mm from the nominal one")
+    hole = _true_hole(runner, hole_pos, region)
     max_steps = int(max_steps or runner.config.max_episode_steps)
-    device_id = DEVICES.index(device.name) if device.name in DEVICES else DEVICES.index("scripted")
-    display = display if display is not None else TerminalDisplay()
-    recording = {"source": "teleop", "task": task.name, "robot": runner.robot.name, "seed": seed,
+    recording = {"source": "teleop", "task": runner.task.name, "robot": runner.robot.name, "seed": seed,
                  "device": device.name, "region": None if region is None else dataclasses.asdict(region),
                  "rate_hz": int(rate_hz), "max_steps": max_steps, "task_config": dataclasses.asdict(runner.config),
                  "note": "embody.teleop.hole is the true hole pose, for analysis only: never an observation"}
-    writer = None
-    sup = driver.supervisor
-    summary = {"episodes": [], "aborted": False, "fault": None, "dataset": str(out)}
+    constant = {"embody.teleop.device": np.array([DEVICES.index(device.name if device.name in DEVICES else "scripted")]),
+                "embody.teleop.region": _region_row(region), "embody.teleop.hole": np.array([*hole, hole_yaw])}
+    display = display if display is not None else TerminalDisplay()
+    dataset = _Dataset(Path(out), int(rate_hz), runner, recording, constant)
+    plan = core.TeleopPlan(episodes, max_steps, rate_hz,
+                           core.Homing(speed=home_speed, leash=runner.config.max_target_offset),
+                           start=lambda i: runner.start(hole, hole_yaw), floor_z=lambda i: hole[2] + CLEAR,
+                           on_step=lambda ep: dataset.recorder(ep, runner, display, region, episodes),
+                           on_episode=dataset.save)
     try:
-        _to_policy(driver)
-        for ep in range(episodes):
-            q_start = runner.start(hole, hole_yaw)
-            home(driver, runner, q_start, rate_hz, speed=home_speed)
-            device.read()  # drop what was pressed while homing
-            frames, outcome, stop = _record_episode(driver, runner, device, display, region, max_steps, rate_hz,
-                                                    f"episode {ep + 1}/{episodes}")
-            summary.update(stop)
-            if outcome is None:  # aborted or damped: the episode is dropped, the session ends
-                log.warning("episode %d discarded (%s)", ep, "aborted" if summary["aborted"] else summary["fault"])
-                break
-            if not frames:
-                log.warning("episode %d ended (%s) before its first step: nothing to record", ep, outcome)
-                continue
-            constant = {"embody.teleop.device": np.array([device_id]), "embody.teleop.region": _region_row(region),
-                        "embody.teleop.outcome": np.array([OUTCOMES.index(outcome)]),
-                        "embody.teleop.hole": np.array([*hole, hole_yaw])}
-            if writer is None:
-                writer = DatasetWriter(out, fps=int(rate_hz), features=teleop_features(task.observation_size,
-                                                                                       runner.robot.n_joints),
-                                       robot_type=runner.robot.name, recording=recording)
-            for i, frame in enumerate(frames):
-                writer.add_frame({**frame, **constant, "next.done": np.array([i == len(frames) - 1])}, task=task.name)
-            index = writer.save_episode()
-            summary["episodes"].append({"index": index, "outcome": outcome, "steps": len(frames)})
-            log.info("episode %d saved as %d: %s after %d steps", ep, index, outcome, len(frames))
+        result = core.teleoperate(driver, runner, device, plan)
     finally:
-        if writer is not None:
-            writer.close()
-            summary["dataset_episodes"] = writer.num_episodes
+        dataset.close()
         display.close()
-    summary["counters"] = dict(sup.counters)
-    summary["phase"] = sup.phase.name
-    return summary
+    if plan.aborted or result.fault:
+        log.warning("episode discarded (%s)", "aborted" if plan.aborted else result.fault)
+    return {**dataset.summary, "aborted": plan.aborted, "fault": result.fault, "counters": result.counters,
+            "phase": result.ended_in, "exit_code": result.exit_code}
+
+
+def _true_hole(runner: TeleopTask, hole_pos, region: Region | None) -> np.ndarray:
+    from embody.robots import get_robot
+    from embody.robots.peg_arm import board_params
+
+    hole = np.asarray(board_params(get_robot("peg_arm")).hole_pos if hole_pos is None else hole_pos, dtype=np.float64)
+    if hole.shape != (3,) or not np.isfinite(hole).all():
+        raise ValueError(f"hole_pos needs 3 finite coordinates, got {hole_pos}")
+    offset = hole - runner.task.nominal
+    if region is not None and not region.contains(offset):
+        raise ValueError(f"the region told ({region.describe()}) does not contain the hole, which is at "
+                         f"{offset[0] * 1000:+.1f}, {offset[1] * 1000:+.1f} mm from the nominal one")
+    return hole
+
+
+class _Dataset:
+    """Finished episodes into the dataset at ``out`` (created at the first one); frames wait in memory."""
+
+    def __init__(self, out: Path, fps: int, runner: TeleopTask, recording: dict, constant: dict):
+        self.out, self.fps, self.runner, self.recording, self.constant = out, fps, runner, recording, constant
+        self.frames: list[dict] = []
+        self.writer = None
+        self.summary = {"episodes": [], "dataset": str(out)}
+
+    def recorder(self, ep: core.Episode, runner: TeleopTask, display, region: Region | None, episodes: int):
+        self.frames = []
+        label = f"episode {ep.index + 1}/{episodes}"
+
+        def record(state, sent) -> None:
+            obs, action = runner.last
+            self.frames.append(_frame(state, obs, action, sent))
+            display.show(learner_view(obs[0], region), f"{label}, step {len(self.frames)}")
+        return record
+
+    def save(self, ep: core.Episode) -> None:
+        from embody.datasets.format import DatasetWriter
+
+        if not self.frames:
+            log.warning("episode %d ended (%s) before its first step: nothing to record", ep.index, ep.outcome)
+            return
+        if self.writer is None:
+            task = self.runner.task
+            self.writer = DatasetWriter(self.out, fps=self.fps, features=teleop_features(task.observation_size,
+                                                                                         self.runner.robot.n_joints),
+                                        robot_type=self.runner.robot.name, recording=self.recording)
+        constant = {**self.constant, "embody.teleop.outcome": np.array([OUTCOMES.index(ep.outcome)])}
+        for i, frame in enumerate(self.frames):
+            self.writer.add_frame({**frame, **constant, "next.done": np.array([i == len(self.frames) - 1])},
+                                  task=self.runner.task.name)
+        index = self.writer.save_episode()
+        self.summary["episodes"].append({"index": index, "outcome": ep.outcome, "steps": len(self.frames)})
+        log.info("episode %d saved as %d: %s after %d steps", ep.index, index, ep.outcome, len(self.frames))
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.summary["dataset_episodes"] = self.writer.num_episodes
 
 
 # -- into the study: teleop dataset → peg Demos --------------------------------------------------------
@@ -831,13 +460,14 @@ def add_teleop_arguments(parser) -> None:
 
 
 def run_teleop(args) -> int:
-    """``embody blindfolded collect --teleop DEVICE``: start the (simulated) arm, connect, record, stop."""
-    from embody.hardware.deploy import make_driver, parse_target, start_robot_sim, stop_robot_sim
+    """``embody blindfolded collect --teleop DEVICE``: start the (simulated) arm, record, stop; exit 1 when
+    a fault ended the session (the arm damped)."""
+    from embody.hardware.deploy import open_target, parse_target
     from embody.sims.tasks.peg_insert import PegInsertConfig
 
     try:
         region = Region.parse(args.region) if args.region else None
-        start_sim, iface = parse_target(args.target)
+        start_sim, _ = parse_target(args.target)
         hole = [float(v) for v in args.hole_pos.split(",")] if args.hole_pos else None
         if hole is not None and len(hole) != 3:
             raise ValueError(f"--hole-pos needs X,Y,Z, got {args.hole_pos!r}")
@@ -855,27 +485,17 @@ def run_teleop(args) -> int:
         raise CommandError(str(e)) from None
     display = PygameDisplay() if args.teleop in ("keyboard", "gamepad") else TerminalDisplay()
     out = Path(args.dataset) if args.dataset else Path(args.out) / "teleop"
-    runner = TeleopTask(config, args.seed)
-    sim = start_robot_sim("peg_arm", iface, args.dds_domain, band=False) if start_sim else None
     try:
-        driver = make_driver(runner.robot, iface, args.dds_domain, None)
-        driver.connect(10.0)
-        with driver:
-            driver.supervisor.install_signal_handlers()
-            try:
-                summary = teleoperate(driver, config, device, args.episodes, region, out, args.rate_hz, hole,
-                                      max_steps=args.max_steps, seed=args.seed, display=display)
-            finally:
-                driver.supervisor.uninstall_signal_handlers()
-    except (TeleopError, ValueError) as e:
+        with open_target(TeleopTask(config, args.seed).robot, args.target, args.dds_domain) as target:
+            summary = teleoperate(target.driver, config, device, args.episodes, region, out, args.rate_hz, hole,
+                                  max_steps=args.max_steps, seed=args.seed, display=display)
+    except ValueError as e:
         raise CommandError(str(e)) from None
     finally:
         device.close()
-        if sim is not None:
-            stop_robot_sim(sim)
     outcomes = [e["outcome"] for e in summary["episodes"]]
     print(f"blindfolded teleop: {len(outcomes)} episodes saved to {out} ({outcomes.count('success')} successes); "
           f"dataset now {summary.get('dataset_episodes', 0)} episodes"
           + ("; aborted" if summary["aborted"] else "") + (f"; arm damped: {summary['fault']}" if summary["fault"] else ""),
           file=sys.stderr, flush=True)
-    return 1 if summary["fault"] else 0
+    return summary["exit_code"]

@@ -176,6 +176,23 @@ class PegInsert(Task):
     def randomizes_hole(self) -> bool:
         return self.config.hole_xy_range > 0 or self.config.hole_yaw_range > 0
 
+    # -- for a live robot (teleoperation, hardware/teleop) -------------------------------
+    @property
+    def arm_model(self):
+        """The arm's kinematics (ee_pose, ik, gravity_torque), for moves outside the task's actions."""
+        return self.io.model
+
+    def hold_targets(self, q: np.ndarray) -> np.ndarray:
+        """Joint PD targets (…, 7) that hold pose ``q`` (…, 7), within the joint limits, with gravity
+        compensation: how the task's own commands are made."""
+        q = np.clip(q, self.robot.lower, self.robot.upper)
+        return q + self.io.model.gravity_torque(np.atleast_2d(q)).reshape(np.shape(q)) / self.io.kp
+
+    def place_hole(self, env_ids: np.ndarray, pos: np.ndarray, yaw: np.ndarray | float = 0.0) -> None:
+        """The true hole mouth (k, 3) [m, base frame] and yaw [rad] of ``env_ids``, where the task does not
+        place the board itself (a live robot: measured). ``success`` uses it; the observation never does."""
+        self.hole[env_ids], self.yaw[env_ids] = pos, yaw
+
     def requirements(self) -> frozenset[str]:
         extra = self.io.requirements() | ({"fixture_pose"} if self.randomizes_hole else set())
         return super().requirements() | extra

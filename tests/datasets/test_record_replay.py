@@ -97,4 +97,5 @@ def test_replay_on_the_simulated_arm_goes_through_the_supervisor(tmp_path):
     summary = json.loads(out.stdout)
     frames = load(tmp_path / "nominal").num_frames
     assert summary["ended_in"] == "POLICY" and summary["commands"] == frames, summary
-    assert [e[:2] for e in summary["events"][:3]] == [["ZERO_TORQUE", "RAMP"], ["RAMP", "HOLD"], ["HOLD", "POLICY"]]
+    assert [(e["from"], e["to"]) for e in summary["events"][:3]] == [("ZERO_TORQUE", "RAMP"), ("RAMP", "HOLD"),
+                                                                    ("HOLD", "POLICY")]

@@ -12,7 +12,6 @@ import dataclasses
 import hashlib
 import io
 import os
-import sys
 import time
 
 import numpy as np
@@ -22,6 +21,7 @@ os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 pygame = pytest.importorskip("pygame")
 
+from embody.hardware.teleop import SLOW, KeyboardInput  # noqa: E402
 from embody.papers.blindfolded import teleop as T  # noqa: E402
 from embody.sims.tasks.peg_insert import OBS_SIZE, PegInsert, PegInsertConfig  # noqa: E402
 
@@ -43,7 +43,7 @@ class ScriptedHuman:
     name = "keyboard"
 
     def __init__(self, script: dict[int, list]):
-        self.keyboard, self.script, self.reads = T.KeyboardInput(), script, 0
+        self.keyboard, self.script, self.reads = KeyboardInput(), script, 0
         pygame.event.clear()
 
     def read(self):
@@ -116,7 +116,7 @@ def test_keyboard_demonstrations_are_recorded_end_to_end(recorded):
     assert (hi - lo).tolist() == [11, summary["episodes"][1]["steps"]]
     ep0, ep1 = ds.episode(0), ds.episode(1)
     np.testing.assert_array_equal(ep0["action"][:7], np.tile([1.0, 0.0, 0.0], (7, 1)))  # W held
-    np.testing.assert_allclose(ep0["action"][7:], np.tile([0.0, 0.0, T.SLOW], (4, 1)), rtol=1e-6)  # Shift+R
+    np.testing.assert_allclose(ep0["action"][7:], np.tile([0.0, 0.0, SLOW], (4, 1)), rtol=1e-6)  # Shift+R
     np.testing.assert_array_equal(ep1["action"], np.tile([0.0, 0.0, -1.0], (len(ep1["action"]), 1)))  # F held
     assert ep0["next.done"].tolist() == [False] * 10 + [True]
     assert [T.OUTCOMES[int(ep["embody.teleop.outcome"][0])] for ep in (ep0, ep1)] == ["done", "success"]
@@ -199,69 +199,7 @@ def test_out_of_range_moves_are_clipped_before_the_task_maps_them():
     np.testing.assert_allclose(runner.task.target - target, [[0.003, -0.003, 0.0]], atol=1e-12)  # within the leash
 
 
-# -- the devices and what the human is told --------------------------------------------------------------
-
-def test_keyboard_reads_posted_key_events():
-    kb = T.KeyboardInput()
-    pygame.event.clear()
-    for k in (pygame.K_UP, pygame.K_a, pygame.K_PAGEDOWN):
-        pygame.event.post(key(pygame.KEYDOWN, k))
-    move, buttons = kb.read()
-    assert move.tolist() == [1.0, 1.0, -1.0] and buttons == set()
-    pygame.event.post(key(pygame.KEYDOWN, pygame.K_DOWN))  # opposite keys cancel
-    pygame.event.post(key(pygame.KEYDOWN, pygame.K_RSHIFT))
-    move, buttons = kb.read()
-    np.testing.assert_allclose(move, [0.0, T.SLOW, -T.SLOW])
-    assert buttons == {"slow"}
-    pygame.event.post(pygame.event.Event(pygame.WINDOWFOCUSLOST))  # a KEYUP that will never come
-    assert kb.read()[0].tolist() == [0.0, 0.0, 0.0]
-    pygame.event.post(key(pygame.KEYDOWN, pygame.K_RETURN))
-    assert kb.read()[1] == {"done"}
-    pygame.event.post(key(pygame.KEYDOWN, pygame.K_ESCAPE))
-    assert kb.read()[1] == {"abort"}
-    pygame.event.post(pygame.event.Event(pygame.QUIT))
-    assert kb.read()[1] == {"abort"}
-
-
-class Pad:
-    """The gamepad hardware's one fact the reader needs: its SDL instance id (no joystick on CI)."""
-
-    def get_instance_id(self):
-        return 7
-
-
-def axis(n, value, instance=7):
-    return pygame.event.Event(pygame.JOYAXISMOTION, instance_id=instance, axis=n, value=value, joy=0)
-
-
-def test_gamepad_axes_have_a_dead_zone():
-    pad = T.GamepadInput(Pad(), dead_zone=0.15)
-    pygame.event.clear()
-    for ev in (axis(0, 0.1), axis(1, -0.14), axis(3, 0.149)):  # stick drift: inside the dead zone
-        pygame.event.post(ev)
-    assert pad.read()[0].tolist() == [0.0, 0.0, 0.0]
-    for ev in (axis(1, -0.575), axis(0, -1.0), axis(3, 0.2), axis(0, 0.9, instance=8)):  # another pad: ignored
-        pygame.event.post(ev)
-    move, _ = pad.read()
-    np.testing.assert_allclose(move, [0.5, 1.0, -0.05 / 0.85])  # rescaled past the zone; stick up = +x
-    pygame.event.post(axis(1, -3.0))  # out of range: clipped
-    assert pad.read()[0][0] == 1.0
-    pygame.event.post(pygame.event.Event(pygame.JOYBUTTONDOWN, instance_id=7, button=0, joy=0))
-    assert pad.read()[1] == {"done"}
-    pygame.event.post(pygame.event.Event(pygame.JOYBUTTONDOWN, instance_id=7, button=1, joy=0))
-    assert pad.read()[1] == {"abort"}
-    np.testing.assert_allclose(T.dead_zone([0.15, -0.15 - 0.85 / 2, 1.0], 0.15), [0.0, -0.5, 1.0])
-
-
-def test_missing_gamepad_and_spacemouse_are_clear_errors(monkeypatch):
-    with pytest.raises(T.DeviceError, match="no gamepad 4"):
-        T.GamepadInput(4)
-    monkeypatch.setitem(sys.modules, "pyspacemouse", None)  # not installed
-    with pytest.raises(T.DeviceError, match="needs the 'pyspacemouse' package"):
-        T.SpaceMouseInput()
-    with pytest.raises(T.DeviceError, match="unknown teleoperation device"):
-        T.make_device("theremin")
-
+# -- what the human is told -------------------------------------------------------------------------
 
 def test_the_region_told_must_contain_the_hole_and_is_shown():
     from embody.hardware.arms.sim import PegArmDriver
