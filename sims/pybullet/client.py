@@ -170,6 +170,7 @@ class Index:
 
     @classmethod
     def read(cls, world: World, c: int) -> Index:
+        """Read the indices from client ``c`` of ``world`` (any client: they are all alike)."""
         p, r, s, body = world.p, world.robot, world.robot.sensors, world.body
         infos = [p.getJointInfo(body, i, physicsClientId=c) for i in range(p.getNumJoints(body, physicsClientId=c))]
         dofs = [i for i, info in enumerate(infos) if info[2] != p.JOINT_FIXED]

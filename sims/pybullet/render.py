@@ -27,6 +27,8 @@ LIGHT = {"lightDirection": [0.0, 0.0, 1.0], "lightAmbientCoeff": 0.4, "lightDiff
 
 
 class Renderer:
+    """A render-only client of ``world`` (EGL or TinyRenderer) that draws state rows."""
+
     def __init__(self, world: World, index: Index, config: SimConfig):
         p = world.p
         self.world, self.index, self.config, self.p = world, index, config, p
