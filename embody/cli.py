@@ -269,7 +269,8 @@ def _replay_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--domain", type=nonneg_int, default=0)
 
 
-@command("replay", "replay a dataset in a simulator (kinematic or dynamic) or on a robot", _replay_arguments)
+@command("replay", "replay a dataset in a simulator (kinematic or dynamic) or on a robot (exit 1: a fault damped it)",
+         _replay_arguments)
 def _replay(args) -> int:
     from embody.datasets import replay
     from embody.datasets.format import load
@@ -401,7 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
         importlib.import_module(module)
     plugins.load()
     return build("embody", "embody: train in simulation, deploy to robots through the same code. Exit codes: "
-                 "0 done, 1 the outcome failed (deploy, dataset validate), 2 bad input, 3 unsolvable (plan) or "
+                 "0 done, 1 the outcome failed (deploy, replay --robot: a fault damped the robot; dataset validate), 2 bad input, 3 unsolvable (plan) or "
                  "simulator unreachable (drive), 4 planner timeout, 5 planner not available.")
 
 
