@@ -12,12 +12,24 @@ every step. A client written for the robot drives it unchanged.
 - ``peg_arm``: the Panda with its peg above the board, on embody's arm topics (hardware/arms/sim.py),
   with the wrist F/T sensor and the end-effector pose.
 
+Physics: the peg arm runs in embody's MuJoCo adapter (``embody.sims`` "mujoco", one env, torque
+control, one 2 ms physics step per ``step``): its reset, stepping and RobotState are the
+adapter's; robot-sim adds the motor drivers' PD, the brakes (gravity-compensated, from the
+adapter's model) and the sensors the adapter has no model of (motor temperature). The H1-2's band
+is a wrench on the torso at every physics step, an input the adapter lacks (it takes joint
+controls only), so the H1-2 still steps its own ``mujoco.MjData`` of the adapter's model
+(``BandPhysics``) until the adapter accepts an applied body wrench.
+
+On loopback robot-sim also meets clients configured as the vendor's SDK configures itself
+(multicast on "lo", no peers): see hardware/dds.py.
+
 Unlike a robot, the simulation puts the id (CRC) of the last command it applied into the state,
 so that ``embody bench hardware`` can measure command→state latency.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -35,21 +47,59 @@ MOTOR_TEMPERATURE_C = 40.0  # reported constantly: the simulation has no thermal
 H1_2_MODE_MACHINE = 6  # reported in LowState_; clients must echo it
 
 
+class AdapterPhysics:
+    """A robot in embody's MuJoCo adapter: one env, torque control, one physics step per ``step``."""
+
+    def __init__(self, robot: RobotSpec, physics_dt: float):
+        from embody.sims import SimConfig, make_sim
+        from embody.sims.mujoco.model import joint_addresses
+
+        self.robot = robot
+        self.sim = make_sim("mujoco", robot, SimConfig(n_envs=1, physics_dt=physics_dt, control="torque", n_threads=1))
+        self.model = self.sim.model
+        self.dt = float(self.model.opt.timestep)
+        self._qadr, self._vadr = joint_addresses(self.model, robot)
+        self._scratch = None  # an MjData for the brakes' gravity compensation, made on first use
+
+    def reset(self) -> None:
+        """The adapter's start state: default pose (standing, for a floating base), at rest."""
+        from embody.sims import InitState
+
+        j = self.robot.n_joints
+        self.sim.reset(np.array([0]), InitState(joint_pos=self.robot.default_pose[None], joint_vel=np.zeros((1, j))))
+        self._state = self.sim.state()
+
+    def step(self, tau: np.ndarray) -> None:
+        self.sim.step(tau[None])
+        self._state = self.sim.state()
+
+    def state(self) -> RobotState:
+        return self._state
+
+    def bias(self) -> np.ndarray:
+        """Gravity and Coriolis torques (j,) at the current state (fixed-base robots: the joints are qpos)."""
+        import mujoco
+
+        if self.robot.floating_base:
+            raise HardwareError("brakes with gravity compensation are for fixed-base arms")
+        if self._scratch is None:
+            self._scratch = mujoco.MjData(self.model)
+        d, s = self._scratch, self._state
+        d.qpos[self._qadr], d.qvel[self._vadr] = s.joint_pos[0], s.joint_vel[0]
+        for stage in (mujoco.mj_kinematics, mujoco.mj_comPos, mujoco.mj_comVel):  # what RNE needs, no collisions
+            stage(self.model, d)
+        bias = np.zeros(self.model.nv)
+        mujoco.mj_rne(self.model, d, 0, bias)
+        return bias[self._vadr]
+
+
 class SimServer:
     """A robot in MuJoCo behind ``codec``'s topics on ``iface`` / DDS ``domain``."""
 
     def __init__(self, robot: RobotSpec, codec, iface: str = "lo", domain: int = 0, physics_dt: float = 0.002,
-                 brakes: bool = False):
-        import mujoco
-
-        from embody.sims.base import SimConfig
-        from embody.sims.mujoco.model import build_model, joint_addresses
-
+                 brakes: bool = False, physics=None):
         self.robot, self.codec, self.iface, self.domain = robot, codec, iface, domain
-        self.model, self.layout = build_model(robot, SimConfig(control="torque", physics_dt=physics_dt))
-        self.data = mujoco.MjData(self.model)
-        self._mj = mujoco
-        self._qadr, self._vadr = joint_addresses(self.model, robot)
+        self.physics = physics or AdapterPhysics(robot, physics_dt)
         self._act = robot.actuated
         self.brakes = brakes  # a disabled joint is held by its brake (arms) rather than passive (the H1-2)
         self._lock = threading.Lock()
@@ -62,49 +112,32 @@ class SimServer:
     # -- physics -----------------------------------------------------------------------------
     def reset(self) -> None:
         """The start state: default pose (standing, for a floating base), motors disabled."""
-        d = self.data
-        self._mj.mj_resetData(self.model, d)
-        d.qpos[self._qadr] = self.robot.default_pose
-        if self.robot.floating_base:
-            d.qpos[:3] = self.robot.default_base_pos
-        self._mj.mj_forward(self.model, d)
-        self._brake_q = d.qpos[self._qadr][self._act].copy()
+        self.physics.reset()
+        self._brake_q = self.physics.state().joint_pos[0][self._act].copy()
         with self._lock:
             self._cmd = JointCommand.zero_torque(self.robot.n_joints)
             self._cmd.enable[:] = False  # passive (or braked) until the next command
             self._cmd_id = self._applied_id = 0  # id of the latest command received / stepped with
 
-    def external_forces(self) -> None:
-        """Set ``data.xfrc_applied`` before each step (the H1-2's band); none by default."""
-
     def step(self) -> None:
         """One physics step under the latest command."""
-        d, a = self.data, self._act
+        a, s = self._act, self.physics.state()
         with self._lock:
             c, self._applied_id = self._cmd, self._cmd_id
-        q, dq = d.qpos[self._qadr][a], d.qvel[self._vadr][a]
+        q, dq = s.joint_pos[0][a], s.joint_vel[0][a]
         tau = c.tau[a] + c.kp[a] * (c.q[a] - q) + c.kd[a] * (c.dq[a] - dq)
         limit = self.robot.torque_limit[a]
         if self.brakes:  # a braked joint holds where its motor was last enabled (stiffly, gravity included)
             self._brake_q = np.where(c.enable[a], q, self._brake_q)
-            hold = d.qfrc_bias[self._vadr][a] + self.robot.kp[a] * (self._brake_q - q) - self.robot.kd[a] * dq
+            hold = self.physics.bias()[a] + self.robot.kp[a] * (self._brake_q - q) - self.robot.kd[a] * dq
             tau = np.where(c.enable[a], tau, hold)
-        d.ctrl[:] = np.where(c.enable[a] | self.brakes, np.clip(tau, -limit, limit), 0.0)
-        self.external_forces()
-        self._mj.mj_step(self.model, d)
+        self.physics.step(np.where(c.enable[a] | self.brakes, np.clip(tau, -limit, limit), 0.0))
         self.stats["steps"] += 1
 
     def state(self) -> RobotState:
-        """What the robot's sensors report now (n = 1)."""
-        d, L, j = self.data, self.layout, self.robot.n_joints
-        torque = np.zeros(j)
-        torque[self._act] = d.ctrl
-        pick = lambda sl: None if sl is None else d.sensordata[sl][None].copy()  # noqa: E731
-        return RobotState(joint_pos=d.qpos[self._qadr][None].copy(), joint_vel=d.qvel[self._vadr][None].copy(),
-                          joint_torque=torque[None], time=np.array([d.time]), imu_quat=pick(L.imu_quat),
-                          imu_gyro=pick(L.imu_gyro), imu_accel=pick(L.imu_accel), ee_pos=pick(L.ee_pos),
-                          ee_quat=pick(L.ee_quat), wrench=pick(L.wrench),
-                          motor_temperature=np.full((1, j), MOTOR_TEMPERATURE_C))
+        """What the robot's sensors report now (n = 1); the simulation has no thermal model."""
+        s = self.physics.state()
+        return dataclasses.replace(s, motor_temperature=np.full((1, self.robot.n_joints), MOTOR_TEMPERATURE_C))
 
     # -- wire ----------------------------------------------------------------------------------
     def _on_command(self, reader) -> None:
@@ -160,7 +193,7 @@ class SimServer:
         writer = self.open_topics()
         if ready:
             ready()
-        dt = float(self.model.opt.timestep)
+        dt = self.physics.dt
         start = next_t = time.monotonic()
         while not self._stop.is_set() and (duration_s is None or time.monotonic() - start < duration_s):
             if self._reset_requested:
@@ -168,7 +201,8 @@ class SimServer:
                 self.reset()
                 log.info("reset to the start state")
             self.step()
-            write(writer, self.codec.encode_state(self.state(), self._applied_id, int(round(self.data.time * 1000))))
+            state = self.state()
+            write(writer, self.codec.encode_state(state, self._applied_id, int(round(state.time[0] * 1000))))
             next_t += dt
             delay = next_t - time.monotonic()
             if delay > 0:
@@ -203,30 +237,57 @@ class Band:
         return force, -self.angular_damping * ang_vel
 
 
-class H1_2Server(SimServer):
-    """The simulated H1-2, optionally on the elastic band."""
+class BandPhysics:
+    """The H1-2 on its own ``mujoco.MjData`` (the adapter's model builder), with the band's wrench on the
+    torso at every physics step: the one input robot-sim needs that the adapter lacks. Reset and state
+    mirror AdapterPhysics."""
 
-    def __init__(self, iface: str = "lo", domain: int = 0, band: bool = False, robot: RobotSpec | None = None,
-                 physics_dt: float = 0.002, band_config: Band = Band()):
-        from .unitree.h1_2 import UnitreeHgCodec
+    def __init__(self, robot: RobotSpec, physics_dt: float, band: Band):
+        import mujoco
 
-        super().__init__(robot or get_robot("h1_2"), UnitreeHgCodec(H1_2_MODE_MACHINE), iface, domain, physics_dt)
-        self.band_on = self.band_started = band
-        self.band = band_config
-        self._torso = self._mj.mj_name2id(self.model, self._mj.mjtObj.mjOBJ_BODY, "torso_link")
-        weight = float(self.model.body_subtreemass[0]) * 9.81
+        from embody.sims.base import SimConfig
+        from embody.sims.mujoco.model import build_model, joint_addresses
+
+        self._mj, self.robot, self.band, self.on = mujoco, robot, band, False
+        self.model, self.layout = build_model(robot, SimConfig(control="torque", physics_dt=physics_dt))
+        self.data = mujoco.MjData(self.model)
+        self.dt = float(self.model.opt.timestep)
+        self._qadr, self._vadr = joint_addresses(self.model, robot)
+        self._torso = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, "torso_link")
+        self.reset()
         # at the default pose, raised by rest_clearance, the band carries the robot's whole weight
-        self._anchor = self._attach_point() + np.array([0.0, 0.0, band_config.rest_clearance + band_config.anchor_height])
-        self._stiffness = weight / band_config.anchor_height
+        self._anchor = self._attach_point() + np.array([0.0, 0.0, band.rest_clearance + band.anchor_height])
+        self._stiffness = float(self.model.body_subtreemass[0]) * 9.81 / band.anchor_height
+
+    def reset(self) -> None:
+        d = self.data
+        self._mj.mj_resetData(self.model, d)
+        d.qpos[self._qadr] = self.robot.default_pose
+        d.qpos[:3] = self.robot.default_base_pos
+        self._mj.mj_forward(self.model, d)
+
+    def step(self, tau: np.ndarray) -> None:
+        self.data.ctrl[:] = tau
+        self._band_wrench()
+        self._mj.mj_step(self.model, self.data)
+
+    def state(self) -> RobotState:
+        d, L = self.data, self.layout
+        torque = np.zeros(self.robot.n_joints)
+        torque[self.robot.actuated] = d.ctrl
+        pick = lambda sl: None if sl is None else d.sensordata[sl][None].copy()  # noqa: E731
+        return RobotState(joint_pos=d.qpos[self._qadr][None].copy(), joint_vel=d.qvel[self._vadr][None].copy(),
+                          joint_torque=torque[None], time=np.array([d.time]), imu_quat=pick(L.imu_quat),
+                          imu_gyro=pick(L.imu_gyro), imu_accel=pick(L.imu_accel))
 
     def _attach_point(self) -> np.ndarray:
         d, b = self.data, self._torso
         return d.xpos[b] + d.xmat[b].reshape(3, 3) @ np.array([0, 0, self.band.attach_offset])
 
-    def external_forces(self) -> None:
+    def _band_wrench(self) -> None:
         d, b = self.data, self._torso
         d.xfrc_applied[b] = 0.0
-        if not self.band_on:
+        if not self.on:
             return
         attach = self._attach_point()
         vel = np.zeros(6)
@@ -236,17 +297,30 @@ class H1_2Server(SimServer):
         d.xfrc_applied[b, :3] = force
         d.xfrc_applied[b, 3:] = torque + np.cross(attach - d.xipos[b], force)  # xfrc acts at the COM
 
+
+class H1_2Server(SimServer):
+    """The simulated H1-2, optionally on the elastic band."""
+
+    def __init__(self, iface: str = "lo", domain: int = 0, band: bool = False, robot: RobotSpec | None = None,
+                 physics_dt: float = 0.002, band_config: Band = Band()):
+        from .unitree.h1_2 import UnitreeHgCodec
+
+        robot = robot or get_robot("h1_2")
+        self.band_started = band
+        super().__init__(robot, UnitreeHgCodec(H1_2_MODE_MACHINE), iface, domain, physics_dt,
+                         physics=BandPhysics(robot, physics_dt, band_config))
+
     @property
     def band_on(self) -> bool:
-        return self.stats.get("band", False)
+        return self.physics.on
 
     @band_on.setter
     def band_on(self, on: bool) -> None:
-        self.stats["band"] = on  # reported with the statistics when robot-sim stops
+        self.physics.on = self.stats["band"] = on  # reported with the statistics when robot-sim stops
 
     def reset(self) -> None:
         super().reset()
-        self.band_on = getattr(self, "band_started", False)
+        self.band_on = self.band_started
 
     def control(self, sample) -> None:
         from .sim_control import KEEP
