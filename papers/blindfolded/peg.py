@@ -54,11 +54,11 @@ from embody.robots import get_robot
 from embody.rotations import yaw_quat
 from embody.sims import SIMULATORS, make_sim
 from embody.sims.base import check_capabilities
-from embody.sims.tasks.peg_insert import (
-    HOLE, OBS_SIZE, PRIVILEGED_SIZE, TARGET, TIP, WRENCH, PegInsert, PegInsertConfig, ScriptedExpert)
+from embody.sims.tasks.peg_insert import OBS_SIZE, WRENCH, PegInsert, PegInsertConfig, ScriptedExpert
 from embody.sims.vec_env import VecEnv
 
 from .information import box_information
+from .search import SearchExpert
 
 HOLE_XY_RANGE = 0.008  # m, ± (peg-insert's default prior)
 DELTA = 0.001  # m, task resolution for I (the clearance-scale alignment tolerance)
@@ -82,8 +82,9 @@ def information_bits(level: str, hole_xy_range: float = HOLE_XY_RANGE, delta: fl
     return box_information((prior, prior), (known, known))
 
 
-def information_bits_exact(level: str, hole_xy_range: float = HOLE_XY_RANGE, delta: float = DELTA,
-                           grid: int = 2001) -> float:
+def information_bits_exact(
+    level: str, hole_xy_range: float = HOLE_XY_RANGE, delta: float = DELTA, grid: int = 2001
+) -> float:
     """As ``information_bits`` but with the posterior of a random-offset region clipped to the prior:
     per axis, H(x | c) = E log2(max(δ, |[c − s/2, c + s/2] ∩ [−R, R]|)/δ) with x ~ U(−R, R) and
     c = x + U(−s/2, s/2) (numerical integration; the two axes are independent)."""
@@ -145,7 +146,7 @@ class TaskPegInsert(PegInsert):
         out = super().sample_fixtures(env_ids)  # draws (and keeps) a hole for envs beyond the queue
         take = min(len(env_ids), len(self.queue) - self.next)
         ids = env_ids[:take]
-        self.hole[ids, :2] = self.nominal[:2] + self.queue[self.next:self.next + take]
+        self.hole[ids, :2] = self.nominal[:2] + self.queue[self.next : self.next + take]
         self.episode_id[env_ids] = -1
         self.episode_id[ids] = np.arange(self.next, self.next + take)
         self.next += take
@@ -170,130 +171,6 @@ def make_env(n_envs: int, seed: int = 0, config: PegInsertConfig | None = None, 
 
 
 # -- experts -------------------------------------------------------------------------------------
-def _square_spiral(half: float) -> tuple[np.ndarray, np.ndarray]:
-    """Waypoints (K, 2) of a square spiral from the origin with unit spacing between passes (legs
-    1, 1, 2, 2, 3, 3, ... going right, up, left, down) until it has covered the square of half-side
-    ``half`` (units), and their cumulative path length (K,)."""
-    dirs = np.array([[1, 0], [0, 1], [-1, 0], [0, -1]], dtype=np.float64)
-    pts, p, leg = [np.zeros(2)], np.zeros(2), 0
-    while leg < 4 or np.abs(pts[-4:]).min(axis=1).min() <= half:
-        p = p + dirs[leg % 4] * (leg // 2 + 1)
-        pts.append(p.copy())
-        leg += 1
-    w = np.array(pts)
-    return w, np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(w, axis=0), axis=1))]
-
-
-class SearchExpert:
-    """A blindfolded peg-insertion expert (see the module docstring): a Policy over
-    cat(obs, privileged) (n, 38) → (n, 3) keeping per-env search state (region centre, progress
-    along the spiral [m], touched-down flag); ``reset(env_ids)`` clears it, and the region is drawn
-    (with the expert's own generator) at the first ``act`` after a reset.
-
-    ``side``: the region's side [m], None for the prior square (blind, centred on the nominal hole).
-    ``mode="slide"`` (default): slide along the spiral pressed ``press`` into the board, the
-    target pulled ``gain`` × the lag ahead of the tip (friction holds a pressed peg), advancing
-    ``speed`` per step while the tip is within ``tolerance`` of the spiral point, plus ``integral``
-    × the tracking error summed over the slide (bounded by 4 mm·steps). Measured on MuJoCo (64 holes,
-    600 steps), press 0.6 mm: region-4mm 100% in ~93 steps, region-8mm 97% in ~136, blind 89% in ~266;
-    press 0.4 mm: 100% / 89% / 80%; press 0.8 mm (1 mm/step): 92% / 88% / 92% (blind 94% in 800 steps).
-    Without the integral (press 0.4 mm, 32 holes): 88% / 72% / 62%: the pressed peg sticks and slips,
-    lags the spiral and passes within < 0.6 mm of the hole's axis without dropping in; pressing
-    harder makes it drop in from further off the axis. Blind's remaining failures at 600 steps are
-    partly time (its spiral covers the 270 mm of the prior square at ~0.7 mm a step while tracking).
-    ``mode="peck"``: probe the spiral's points ``pitch`` apart: move in the air ``lift`` above the
-    face, press down once within ``aim`` of the point, go on once the peg rests on the face. Sure to
-    find the hole in principle, but the arm rings laterally ~0.5 mm after each move, ~8 steps a
-    probe: 0-6% blind within 400 steps (kept for comparison / later tuning).
-    """
-
-    def __init__(self, config: PegInsertConfig, side: float | None, mode: str = "slide", pitch: float = 0.0012,
-                 press: float = 0.0006, drop: float = 0.0003, lift: float = 0.0006, aim: float = 0.0003,
-                 hover: float = 0.002, max_force: float = 25.0, speed: float = 0.0007, tolerance: float = 0.0015,
-                 gain: float = 2.0, integral: float = 0.6, seed: int = 0):
-        if mode not in ("peck", "slide"):
-            raise ValueError(f"mode must be 'peck' or 'slide', got {mode!r}")
-        self.config, self.side, self.mode = config, side, mode
-        self.pitch, self.press, self.drop, self.lift, self.aim = pitch, press, drop, lift, aim
-        self.hover, self.max_force = hover, max_force
-        self.speed, self.tolerance, self.gain, self.integral = speed, tolerance, gain, integral
-        self.obs_size, self.action_size = OBS_SIZE + PRIVILEGED_SIZE, 3
-        self.rng = np.random.default_rng([seed, 5])
-        half = (2 * config.hole_xy_range if side is None else side) / 2
-        self.way, self.cum = _square_spiral(half / pitch)
-        self.way *= pitch
-        self.cum *= pitch
-        self.bound = config.hole_xy_range + 0.5 * pitch  # probing beyond the prior is pointless
-        self.fresh: np.ndarray | None = None
-        self.max_sum = 0.004  # m·steps: bound of the integrated tracking error
-
-    def reset(self, env_ids=None) -> None:
-        if env_ids is None or self.fresh is None:
-            self.fresh = None
-        else:
-            self.fresh[np.asarray(env_ids)] = True
-
-    def _spiral(self, d: np.ndarray) -> np.ndarray:
-        """(n,) path length [m] → (n, 2) offset from the centre (wrapping to restart when done)."""
-        d = np.mod(d, self.cum[-1])
-        return np.stack([np.interp(d, self.cum, self.way[:, 0]), np.interp(d, self.cum, self.way[:, 1])], axis=1)
-
-    def _point(self, d: np.ndarray) -> np.ndarray:
-        return np.clip(self.centre + self._spiral(d), -self.bound, self.bound)
-
-    def act(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
-        x = obs.detach().cpu().numpy().astype(np.float64)
-        n, c = len(x), self.config
-        if self.fresh is None or len(self.fresh) != n:
-            self.fresh = np.ones(n, dtype=bool)
-            self.centre, self.d, self.touched = np.zeros((n, 2)), np.zeros(n), np.zeros(n, dtype=bool)
-            self.err_sum = np.zeros((n, 2))
-        f = np.flatnonzero(self.fresh)
-        if f.size:  # the only read of the privileged observation: the region it is told
-            if self.side is not None:
-                self.centre[f] = x[f, OBS_SIZE:][:, HOLE][:, :2] + self.rng.uniform(
-                    -self.side / 2, self.side / 2, (f.size, 2))
-            else:
-                self.centre[f] = 0.0
-            self.d[f], self.touched[f], self.fresh[f], self.err_sum[f] = 0.0, False, False, 0.0
-        tip = x[:, TIP]  # relative to the nominal mouth; the hole's z is not randomized: the face is at 0
-        target = tip + x[:, TARGET]
-        force = np.linalg.norm(x[:, WRENCH][:, :3], axis=1)
-        height = tip[:, 2]
-        inside = height < -self.drop
-        on_face = height < 0.15e-3
-        self.touched |= on_face
-        goal = np.empty((n, 3))
-        if self.mode == "peck":
-            err = np.linalg.norm(self._point(self.d) - tip[:, :2], axis=1)
-            probed = self.touched & on_face & ~inside & (err < self.aim)  # this point rests on the face
-            self.d = np.where(probed, self.d + self.pitch, self.d)
-            point = self._point(self.d)
-            aimed = np.linalg.norm(point - tip[:, :2], axis=1) < self.aim
-            goal[:, :2] = point
-            goal[:, 2] = np.where(aimed, -self.press, np.where(self.touched, self.lift, self.hover))
-        else:
-            way = self._point(self.d)
-            on_track = np.linalg.norm(way - tip[:, :2], axis=1) < self.tolerance
-            self.d = np.where(self.touched & on_track & ~inside, self.d + self.speed, self.d)
-            way = self._point(self.d)
-            err = way - tip[:, :2]
-            if self.integral:  # integral of the tracking error (anti-windup: bounded, only while sliding)
-                self.err_sum = np.where((self.touched & ~inside)[:, None],
-                                        np.clip(self.err_sum + err, -self.max_sum, self.max_sum), 0.0)
-            lead = self.gain * err + self.integral * self.err_sum  # pull the target ahead: friction holds a pressed peg
-            lead *= np.minimum(1.0, c.max_target_offset / np.maximum(np.abs(lead).max(axis=1), 1e-9))[:, None]
-            above = np.linalg.norm(self.centre - tip[:, :2], axis=1) < 0.5e-3
-            goal[:, :2] = np.where(self.touched[:, None], tip[:, :2] + lead, self.centre)
-            goal[:, 2] = np.where(self.touched | above, -self.press, self.hover)
-        goal[inside, :2] = tip[inside, :2]
-        goal[inside, 2] = -c.hole_depth - 0.0005
-        step = (goal - target) / c.action_scale
-        step[:, 2] = np.where(inside, step[:, 2], np.maximum(step[:, 2], -np.maximum(0.2, height / 0.01)))
-        step[force > self.max_force, 2] = 0.2
-        return torch.as_tensor(np.clip(step, -1.0, 1.0), dtype=torch.float32)
-
-
 def make_expert(level: str, config: PegInsertConfig | None = None, seed: int = 0):
     """The expert of ``level`` (a Policy over cat(obs, privileged) (n, 38))."""
     config = config or make_config()
@@ -318,8 +195,17 @@ class Episodes:
 
 
 @torch.no_grad()
-def run_episodes(env: VecEnv, policy, tasks: np.ndarray, privileged: bool, record: bool = False,
-                 teacher=None, beta: float = 0.0, noise: float = 0.0, seed: int = 0) -> Episodes:
+def run_episodes(
+    env: VecEnv,
+    policy,
+    tasks: np.ndarray,
+    privileged: bool,
+    record: bool = False,
+    teacher=None,
+    beta: float = 0.0,
+    noise: float = 0.0,
+    seed: int = 0,
+) -> Episodes:
     """Play one episode per row of ``tasks`` (E, 2) with ``policy`` (deterministic ``act``; over
     cat(obs, privileged) when ``privileged``, else obs only) on ``env``'s n envs (E may exceed n:
     envs take the next hole as they finish).
@@ -385,8 +271,9 @@ def run_episodes(env: VecEnv, policy, tasks: np.ndarray, privileged: bool, recor
 
 
 # -- the study's domain API -----------------------------------------------------------------------
-def collect(level: str, tasks: np.ndarray, episodes_per_task: int = 1, seed: int = 0,
-            n_envs: int = 16) -> Demonstrations:
+def collect(
+    level: str, tasks: np.ndarray, episodes_per_task: int = 1, seed: int = 0, n_envs: int = 16
+) -> Demonstrations:
     """Expert demonstrations of ``level`` on ``tasks`` (m, 2): ``episodes_per_task`` episodes per
     hole (different start poses, and regions for region levels). Rows hold the learner's observation
     only (N, 33) and the expert's action (N, 3); every episode is one segment. ``meta``: level, I,
@@ -397,33 +284,66 @@ def collect(level: str, tasks: np.ndarray, episodes_per_task: int = 1, seed: int
     env = make_env(min(n_envs, len(queue)), seed=seed, config=config)
     ep = run_episodes(env, make_expert(level, config, seed=seed), queue, privileged=True, record=True)
     env.close()
-    meta = {"level": level, "information_bits": information_bits(level), "tasks": np.asarray(tasks).tolist(),
-            "episodes_per_task": episodes_per_task, "seed": seed, "success": ep.success.tolist(),
-            "length": ep.length.tolist(), "peak_force": ep.peak_force.tolist(),
-            "time_s": time.perf_counter() - start}
+    meta = {
+        "level": level,
+        "information_bits": information_bits(level),
+        "tasks": np.asarray(tasks).tolist(),
+        "episodes_per_task": episodes_per_task,
+        "seed": seed,
+        "success": ep.success.tolist(),
+        "length": ep.length.tolist(),
+        "peak_force": ep.peak_force.tolist(),
+        "time_s": time.perf_counter() - start,
+    }
     return Demonstrations(torch.as_tensor(ep.obs), torch.as_tensor(ep.actions), torch.as_tensor(ep.starts), meta)
 
 
-def train_student(demos: Demonstrations, hidden: int = 64, epochs: int = 150, seq_len: int = 128,
-                  batch_size: int = 512, lr: float = 2e-3, seed: int = 0, level: str | None = None,
-                  tasks: np.ndarray | None = None, dagger_iterations: int = 3, dagger_episodes: int = 16,
-                  dagger_epochs: int | None = None, max_episode_steps: int | None = None,
-                  n_envs: int = 16, min_grad_steps: int = MIN_GRAD_STEPS,
-                  dagger_betas: list[float] | None = None) -> RecurrentActorCritic:
+def train_student(
+    demos: Demonstrations,
+    hidden: int = 64,
+    epochs: int = 150,
+    seq_len: int = 128,
+    batch_size: int = 512,
+    lr: float = 2e-3,
+    seed: int = 0,
+    level: str | None = None,
+    tasks: np.ndarray | None = None,
+    dagger_iterations: int = 3,
+    dagger_episodes: int = 16,
+    dagger_epochs: int | None = None,
+    max_episode_steps: int | None = None,
+    n_envs: int = 16,
+    min_grad_steps: int = MIN_GRAD_STEPS,
+    dagger_betas: list[float] | None = None,
+) -> RecurrentActorCritic:
     """A GRU BC student (obs (n, 33) → action (n, 3), history in its state) trained on ``demos``
     by BPTT over ``seq_len`` windows (``train_bc``; the first ``seq_len // 4`` steps of a window
     that starts mid-episode are context only), then, given the expert ``level`` and the training
     holes ``tasks`` (m, 2), refined by ``dagger``. Its ``fit`` attribute holds the last training's
     result (train_bc's; after DAgger, its mse), ``dagger`` the per-iteration rollout statistics."""
     torch.manual_seed(seed)
-    policy = RecurrentActorCritic(demos.obs_size, demos.action_size, 0,
-                                  RecurrentConfig(rnn_hidden=hidden, actor_hidden=[hidden]))
+    policy = RecurrentActorCritic(
+        demos.obs_size, demos.action_size, 0, RecurrentConfig(rnn_hidden=hidden, actor_hidden=[hidden])
+    )
     bc = BCConfig(epochs=epochs, batch_size=batch_size, seq_len=seq_len, burn_in=seq_len // 4, lr=lr, seed=seed)
     policy.fit = train_bc(policy, demos, replace(bc, epochs=_epochs(len(demos), bc, min_grad_steps)))
     policy.dagger = []
     if level is not None and tasks is not None and len(tasks) and dagger_iterations > 0:
-        dagger(policy, demos, level, tasks, bc, dagger_iterations, dagger_episodes, dagger_epochs,
-               max_episode_steps, n_envs, seed, min_grad_steps, dagger_betas)
+        dagger(
+            policy,
+            demos,
+            level,
+            tasks,
+            bc,
+            dagger_iterations,
+            dagger_episodes,
+            dagger_epochs,
+            max_episode_steps,
+            n_envs,
+            seed,
+            min_grad_steps,
+            dagger_betas,
+        )
     return policy
 
 
@@ -435,10 +355,21 @@ def _epochs(n_rows: int, bc: BCConfig, min_grad_steps: int) -> int:
     return max(bc.epochs, math.ceil(min_grad_steps / per_epoch))
 
 
-def dagger(policy, demos: Demonstrations, level: str, tasks: np.ndarray, bc: BCConfig, iterations: int = 3,
-           episodes: int = 16, epochs: int | None = None, max_episode_steps: int | None = None,
-           n_envs: int = 16, seed: int = 0, min_grad_steps: int = MIN_GRAD_STEPS,
-           betas: list[float] | None = None) -> list[dict]:
+def dagger(
+    policy,
+    demos: Demonstrations,
+    level: str,
+    tasks: np.ndarray,
+    bc: BCConfig,
+    iterations: int = 3,
+    episodes: int = 16,
+    epochs: int | None = None,
+    max_episode_steps: int | None = None,
+    n_envs: int = 16,
+    seed: int = 0,
+    min_grad_steps: int = MIN_GRAD_STEPS,
+    betas: list[float] | None = None,
+) -> list[dict]:
     """DAgger (Ross et al. 2011; the core loop, ``embody.policies.distill.distill``) on the training
     holes, starting from ``demos``: each iteration plays ``episodes`` episodes (the holes of ``tasks``
     cycled) executing the expert's action with probability ``betas[i]`` (default 0.5^(i+1) for
@@ -458,8 +389,9 @@ def dagger(policy, demos: Demonstrations, level: str, tasks: np.ndarray, bc: BCC
 
     def rollout(i: int, beta: float) -> tuple[Demonstrations, dict]:
         teacher = make_expert(level, config, seed=seed * 100 + i + 1)
-        ep = run_episodes(env, policy, queue, privileged=False, record=True, teacher=teacher, beta=beta,
-                          seed=seed * 100 + i)
+        ep = run_episodes(
+            env, policy, queue, privileged=False, record=True, teacher=teacher, beta=beta, seed=seed * 100 + i
+        )
         rows = Demonstrations(torch.as_tensor(ep.obs), torch.as_tensor(ep.actions), torch.as_tensor(ep.starts), {})
         return rows, {"rollout_success": float(ep.success.mean())}
 
@@ -468,21 +400,37 @@ def dagger(policy, demos: Demonstrations, level: str, tasks: np.ndarray, bc: BCC
         return replace(bc, epochs=n_epochs, fit_normalizer=False, seed=bc.seed + i + 1)
 
     def record(m: dict) -> None:
-        history.append({"iteration": m["iteration"], "beta": m["beta"], "rollout_success": m["rollout_success"],
-                        "samples": m["samples"], "mse": m["train_mse"]})
+        history.append(
+            {
+                "iteration": m["iteration"],
+                "beta": m["beta"],
+                "rollout_success": m["rollout_success"],
+                "samples": m["samples"],
+                "mse": m["train_mse"],
+            }
+        )
         policy.fit = {"mse": m["train_mse"]}
 
     schedule = betas if betas is not None else [0.5 ** (i + 1) for i in range(iterations)]
     try:
-        distill(env, None, policy, DAggerConfig(betas=list(schedule), bc=bc), progress_cb=record, initial=demos,
-                rollout=rollout, bc_for=bc_for)
+        distill(
+            env,
+            None,
+            policy,
+            DAggerConfig(betas=list(schedule), bc=bc),
+            progress_cb=record,
+            initial=demos,
+            rollout=rollout,
+            bc_for=bc_for,
+        )
     finally:
         env.close()
     return history
 
 
-def evaluate(policy, tasks: np.ndarray, episodes_per_task: int = 1, seed: int = 0, n_envs: int = 16,
-             privileged: bool = False) -> dict:
+def evaluate(
+    policy, tasks: np.ndarray, episodes_per_task: int = 1, seed: int = 0, n_envs: int = 16, privileged: bool = False
+) -> dict:
     """Run ``policy`` (a student over obs (n, 33); an expert over (n, 38) with ``privileged``) for
     ``episodes_per_task`` episodes on each hole of ``tasks`` (m, 2). Returns success (rate),
     steps_to_insert (mean length of successful episodes, nan if none), mean_steps (all episodes,
@@ -493,10 +441,14 @@ def evaluate(policy, tasks: np.ndarray, episodes_per_task: int = 1, seed: int = 
     env = make_env(min(n_envs, len(queue)), seed=seed)
     ep = run_episodes(env, policy, queue, privileged=privileged)
     env.close()
-    return {"success": float(ep.success.mean()),
-            "steps_to_insert": float(ep.length[ep.success].mean()) if ep.success.any() else float("nan"),
-            "mean_steps": float(ep.length.mean()), "peak_force": float(ep.peak_force.mean()),
-            "episodes": len(queue), "time_s": time.perf_counter() - start}
+    return {
+        "success": float(ep.success.mean()),
+        "steps_to_insert": float(ep.length[ep.success].mean()) if ep.success.any() else float("nan"),
+        "mean_steps": float(ep.length.mean()),
+        "peak_force": float(ep.peak_force.mean()),
+        "episodes": len(queue),
+        "time_s": time.perf_counter() - start,
+    }
 
 
 class ZeroPolicy:
@@ -523,8 +475,7 @@ def train_config(config: PegInsertConfig | None = None, seed: int = 0):
     return TrainConfig(task=PegInsert.name, sim="mujoco", n_envs=1, steps=0, seed=seed, env=env)
 
 
-def write_student_run(policy, out, meta: dict | None = None, config: PegInsertConfig | None = None,
-                      seed: int = 0):
+def write_student_run(policy, out, meta: dict | None = None, config: PegInsertConfig | None = None, seed: int = 0):
     """Write a cloned peg student as a run directory (``embody.runs.write_policy_run``: RUN/config.yaml
     of the plain peg-insert env + RUN/checkpoint/, ``meta`` under the checkpoint's "blindfolded" key)
     that ``embody eval RUN`` and ``embody deploy RUN --robot peg_arm --target sim|real`` accept.
@@ -587,12 +538,16 @@ class PegDomain:
             env.close()
 
     def expert_stats(self, level: str, task_ids, seed: int = 0) -> dict:
-        ids = list(task_ids)[:self.cfg.expert_eval_tasks]
+        ids = list(task_ids)[: self.cfg.expert_eval_tasks]
         ep = self._run(make_expert(level, self.task_config(), seed=seed), ids, True, seed)
         ok = ep.success
-        return {"success": float(ok.mean()), "steps_mean": float(ep.length[ok].mean()) if ok.any() else float("nan"),
-                "steps_max": int(ep.length[ok].max()) if ok.any() else 0,
-                "peak_force_max": float(ep.peak_force.max()), "episodes": len(ids)}
+        return {
+            "success": float(ok.mean()),
+            "steps_mean": float(ep.length[ok].mean()) if ok.any() else float("nan"),
+            "steps_max": int(ep.length[ok].max()) if ok.any() else 0,
+            "peak_force_max": float(ep.peak_force.max()),
+            "episodes": len(ids),
+        }
 
     def collect(self, level: str, task_ids, information_bits: float | None = None, seed: int = 0):
         """``demos_per_task`` expert episodes per task (different start poses and regions); only the
@@ -609,12 +564,21 @@ class PegDomain:
         keep = [e for e in range(len(queue)) if ep.success[e]]
         if not keep:
             raise RuntimeError(f"the {level} expert failed every episode on tasks {ids}")
-        meta = {"domain": self.name, "level": level, "tasks": ids, "information_bits": information_bits,
-                "episode_tasks": [e // k for e in keep], "expert_success": ep.success.astype(int).tolist(),
-                "expert_steps": ep.length.tolist(), "expert_peak_force": ep.peak_force.tolist(),
-                "max_steps": self.cfg.max_steps, "demos_per_task": k}
-        return from_episodes([{"obs": ep.obs[starts[e]:ends[e]]} for e in keep],
-                             [ep.actions[starts[e]:ends[e]] for e in keep], meta)
+        meta = {
+            "domain": self.name,
+            "level": level,
+            "tasks": ids,
+            "information_bits": information_bits,
+            "episode_tasks": [e // k for e in keep],
+            "expert_success": ep.success.astype(int).tolist(),
+            "expert_steps": ep.length.tolist(),
+            "expert_peak_force": ep.peak_force.tolist(),
+            "max_steps": self.cfg.max_steps,
+            "demos_per_task": k,
+        }
+        return from_episodes(
+            [{"obs": ep.obs[starts[e] : ends[e]]} for e in keep], [ep.actions[starts[e] : ends[e]] for e in keep], meta
+        )
 
     def train(self, demos, seed: int = 0):
         """The GRU student on a ``demos.Demos`` → (policy, info): BC, then DAgger with the demos'
@@ -628,19 +592,39 @@ class PegDomain:
         n = int(demos.episode_lengths.sum())
         starts = np.zeros(n, dtype=bool)
         starts[np.r_[0, np.cumsum(demos.episode_lengths)[:-1]]] = True
-        d = Demonstrations(torch.as_tensor(demos.obs["obs"], dtype=torch.float32),
-                           torch.as_tensor(demos.actions, dtype=torch.float32), torch.as_tensor(starts), {})
+        d = Demonstrations(
+            torch.as_tensor(demos.obs["obs"], dtype=torch.float32),
+            torch.as_tensor(demos.actions, dtype=torch.float32),
+            torch.as_tensor(starts),
+            {},
+        )
         c = self.cfg
         level, ids = demos.meta.get("level"), demos.meta.get("tasks")
         holes = hole_of(ids) if level in LEVELS and ids else None
-        policy = train_student(d, hidden=c.hidden, epochs=c.epochs, seq_len=c.seq_len, batch_size=c.batch_size,
-                               lr=c.lr, seed=seed, level=level, tasks=holes,
-                               dagger_iterations=DAGGER_ITERATIONS if c.epochs >= 60 else 1,
-                               dagger_episodes=max(16, 2 * len(ids or [])), max_episode_steps=c.max_steps,
-                               n_envs=c.n_envs, min_grad_steps=min(MIN_GRAD_STEPS, 10 * c.epochs),
-                               dagger_betas=c.dagger_betas)
-        return policy, {"loss": float(policy.fit["mse"]), "episodes": len(demos.episode_lengths), "steps": n,
-                        "dagger": policy.dagger, "time_s": time.perf_counter() - start}
+        policy = train_student(
+            d,
+            hidden=c.hidden,
+            epochs=c.epochs,
+            seq_len=c.seq_len,
+            batch_size=c.batch_size,
+            lr=c.lr,
+            seed=seed,
+            level=level,
+            tasks=holes,
+            dagger_iterations=DAGGER_ITERATIONS if c.epochs >= 60 else 1,
+            dagger_episodes=max(16, 2 * len(ids or [])),
+            max_episode_steps=c.max_steps,
+            n_envs=c.n_envs,
+            min_grad_steps=min(MIN_GRAD_STEPS, 10 * c.epochs),
+            dagger_betas=c.dagger_betas,
+        )
+        return policy, {
+            "loss": float(policy.fit["mse"]),
+            "episodes": len(demos.episode_lengths),
+            "steps": n,
+            "dagger": policy.dagger,
+            "time_s": time.perf_counter() - start,
+        }
 
     def evaluate(self, policy, task_ids, seed: int = 0) -> PegRollouts:
         ep = self._run(RandomPolicy(OBS_SIZE, 3, seed) if policy is None else policy, list(task_ids), False, seed)
@@ -653,6 +637,34 @@ class PegDomain:
         return load_student_run(path)
 
 
-__all__ = ["DELTA", "HOLE_XY_RANGE", "LEVELS", "MAX_EPISODE_STEPS", "Episodes", "SearchExpert", "TaskPegInsert",
-           "PegDomain", "PegRollouts", "RandomPolicy", "ZeroPolicy", "DAGGER_ITERATIONS", "MIN_GRAD_STEPS", "collect", "dagger", "evaluate", "information_bits", "information_bits_exact", "make_config",
-           "hole_of", "load_student_run", "make_env", "make_expert", "run_episodes", "sample_tasks", "split_tasks", "train_config", "train_student", "write_student_run"]
+__all__ = [
+    "DELTA",
+    "HOLE_XY_RANGE",
+    "LEVELS",
+    "MAX_EPISODE_STEPS",
+    "Episodes",
+    "SearchExpert",
+    "TaskPegInsert",
+    "PegDomain",
+    "PegRollouts",
+    "RandomPolicy",
+    "ZeroPolicy",
+    "DAGGER_ITERATIONS",
+    "MIN_GRAD_STEPS",
+    "collect",
+    "dagger",
+    "evaluate",
+    "information_bits",
+    "information_bits_exact",
+    "make_config",
+    "hole_of",
+    "load_student_run",
+    "make_env",
+    "make_expert",
+    "run_episodes",
+    "sample_tasks",
+    "split_tasks",
+    "train_config",
+    "train_student",
+    "write_student_run",
+]
