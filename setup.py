@@ -37,8 +37,15 @@ for package, folder in ROOTS.items():
 # model files, motion clips and PDDL under assets/ live in plain folders, not packages
 package_data = {"embody.assets": ["**/*.xml", "**/*.urdf", "**/*.yaml", "**/*.json", "**/*.pddl", "**/*.npz"]}
 
-plugins = [f"{d.name} = embody.papers.{d.name}.plugin:register" for d in sorted((HERE / "papers").glob("*"))
-           if (d / "plugin.py").is_file()]
+plugins = [
+    f"{d.name} = embody.papers.{d.name}.plugin:register"
+    for d in sorted((HERE / "papers").glob("*"))
+    if (d / "plugin.py").is_file()
+]
 
-setup(packages=packages, package_dir=package_dir, package_data=package_data,
-      entry_points={"console_scripts": ["embody = embody.cli:main"], "embody.plugins": plugins})
+setup(
+    packages=packages,
+    package_dir=package_dir,
+    package_data=package_data,
+    entry_points={"console_scripts": ["embody = embody.cli:main"], "embody.plugins": plugins},
+)

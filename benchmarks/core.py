@@ -36,6 +36,7 @@ PPO_TARGET = 2.0  # peer time / our time to the target return
 @dataclass
 class Row:
     """One line of the report: our value and the peer's in ``unit``, their ratio, and the target it is held to."""
+
     measurement: str
     unit: str
     ours: float | None
@@ -60,8 +61,9 @@ class Row:
         return {**asdict(self), "status": self.status}
 
 
-def rate_row(measurement: str, ours: float, peer_name: str, peer: float, target: float | None = SPEED_TARGET,
-             note: str = "") -> Row:
+def rate_row(
+    measurement: str, ours: float, peer_name: str, peer: float, target: float | None = SPEED_TARGET, note: str = ""
+) -> Row:
     """A steps/s row with ratio ours / peer."""
     return Row(measurement, "steps/s", ours, peer_name, peer, ours / peer, target=target, note=note)
 
@@ -85,8 +87,7 @@ def bench_physics(robot_name: str, n_envs: int, steps: int, threads: int, repeat
     control, decimation, what = PHYSICS_MODELS[robot_name]
     threads = min(threads, n_envs)  # as the simulator does
     robot = get_robot(robot_name)
-    sim = make_sim("mujoco", robot, SimConfig(n_envs=n_envs, decimation=decimation, control=control,
-                                              n_threads=threads))
+    sim = make_sim("mujoco", robot, SimConfig(n_envs=n_envs, decimation=decimation, control=control, n_threads=threads))
     ids = np.arange(n_envs)
     sim.reset(ids, InitState(np.tile(robot.default_pose, (n_envs, 1)), np.zeros((n_envs, robot.n_joints))))
     init = sim.get_state()
@@ -128,17 +129,23 @@ def bench_physics(robot_name: str, n_envs: int, steps: int, threads: int, repeat
         ours_t.append(run_ours())
         raw_t.append(run_raw())
     q0 = state_offsets(m)["qpos"]
-    ours_q, raw_q = sim.get_state()[:, q0:q0 + m.nq], np.stack([d.qpos for d in datas])
+    ours_q, raw_q = sim.get_state()[:, q0 : q0 + m.nq], np.stack([d.qpos for d in datas])
     z = int(m.jnt_qposadr[m.jnt_type == mujoco.mjtJoint.mjJNT_FREE][0]) + 2  # base height
-    note = (f"{what}; final mean base height ours {ours_q[:, z].mean():.2f} m, raw {raw_q[:, z].mean():.2f} m; "
-            f"max final |qpos difference| {np.abs(ours_q - raw_q).max():.1e}")
+    note = (
+        f"{what}; final mean base height ours {ours_q[:, z].mean():.2f} m, raw {raw_q[:, z].mean():.2f} m; "
+        f"max final |qpos difference| {np.abs(ours_q - raw_q).max():.1e}"
+    )
     if pool is not None:
         pool.shutdown()
     sim.close()
     physics_steps = n_envs * steps * decimation
-    return rate_row(f"(a) physics {robot_name}: {n_envs} envs x {steps} ctrl x {decimation} substeps",
-                    physics_steps / min(ours_t), f"mj_step, {threads} thread{'s' * (threads > 1)}",
-                    physics_steps / min(raw_t), note=note)
+    return rate_row(
+        f"(a) physics {robot_name}: {n_envs} envs x {steps} ctrl x {decimation} substeps",
+        physics_steps / min(ours_t),
+        f"mj_step, {threads} thread{'s' * (threads > 1)}",
+        physics_steps / min(raw_t),
+        note=note,
+    )
 
 
 # -- (b) env -------------------------------------------------------------------------------
@@ -192,8 +199,10 @@ def bench_env(n_envs: int, steps: int, threads: int, repeats: int, seed: int = 0
     env.close(), single.close(), vec.close()
     ours = total / min(times["ours"])
     name = f"(b) env gym-humanoid: {n_envs} envs x {steps} steps, random actions"
-    return [rate_row(name, ours, "gymnasium.make Humanoid-v5", total / min(times["single"])),
-            rate_row(name, ours, f"make_vec sync, {n_envs} envs", total / min(times["vec"]))]
+    return [
+        rate_row(name, ours, "gymnasium.make Humanoid-v5", total / min(times["single"])),
+        rate_row(name, ours, f"make_vec sync, {n_envs} envs", total / min(times["vec"])),
+    ]
 
 
 # -- (c) PPO -------------------------------------------------------------------------------
@@ -275,11 +284,27 @@ def train_sb3(cfg, target: float, budget: float) -> dict:
     venv = DummyVecEnv([lambda i=i: Monitor(EmbodyGymEnv(cfg, seed=cfg.seed + i)) for i in range(cfg.n_envs)])
     venv = VecNormalize(venv, norm_obs=True, norm_reward=False, clip_obs=10.0, gamma=cfg.ppo.gamma)
     p, a = cfg.ppo, cfg.policy
-    model = PPO("MlpPolicy", venv, n_steps=p.n_steps, batch_size=p.n_steps * cfg.n_envs // p.minibatches,
-                n_epochs=p.epochs, learning_rate=p.lr, gamma=p.gamma, gae_lambda=p.lam, clip_range=p.clip,
-                ent_coef=p.ent_coef, vf_coef=p.vf_coef, max_grad_norm=p.max_grad_norm, seed=cfg.seed, device="cpu",
-                policy_kwargs={"net_arch": {"pi": a.actor_hidden, "vf": a.critic_hidden},
-                               "activation_fn": torch.nn.Tanh, "log_std_init": math.log(a.init_std)})
+    model = PPO(
+        "MlpPolicy",
+        venv,
+        n_steps=p.n_steps,
+        batch_size=p.n_steps * cfg.n_envs // p.minibatches,
+        n_epochs=p.epochs,
+        learning_rate=p.lr,
+        gamma=p.gamma,
+        gae_lambda=p.lam,
+        clip_range=p.clip,
+        ent_coef=p.ent_coef,
+        vf_coef=p.vf_coef,
+        max_grad_norm=p.max_grad_norm,
+        seed=cfg.seed,
+        device="cpu",
+        policy_kwargs={
+            "net_arch": {"pi": a.actor_hidden, "vf": a.critic_hidden},
+            "activation_fn": torch.nn.Tanh,
+            "log_std_init": math.log(a.init_std),
+        },
+    )
     out = {"reached_s": None, "return": float("nan")}
 
     class Watch(BaseCallback):
@@ -299,12 +324,17 @@ def train_sb3(cfg, target: float, budget: float) -> dict:
     model.learn(10**12, callback=watch)
     elapsed = time.perf_counter() - watch.start
     venv.close()
-    return {**out, "time_s": elapsed, "env_steps": int(model.num_timesteps),
-            "steps_per_s": model.num_timesteps / elapsed}
+    return {
+        **out,
+        "time_s": elapsed,
+        "env_steps": int(model.num_timesteps),
+        "steps_per_s": model.num_timesteps / elapsed,
+    }
 
 
-def bench_ppo(threads: int, budget: float, target_frac: float, n_envs: int | None,
-              quick: bool) -> tuple[list[Row], dict]:
+def bench_ppo(
+    threads: int, budget: float, target_frac: float, n_envs: int | None, quick: bool
+) -> tuple[list[Row], dict]:
     """(c) both PPOs on cartpole-swingup: the rows (training rate; unless ``quick``, wall-clock to
     ``target_frac`` × 250) and the details of each side for results.json."""
     import torch
@@ -319,11 +349,24 @@ def bench_ppo(threads: int, budget: float, target_frac: float, n_envs: int | Non
     finally:
         torch.set_num_threads(torch_threads)
     setting = f"{cfg.n_envs} envs, torch threads {cfg.torch_threads}"
-    rows = [rate_row(f"(c) PPO cartpole-swingup training env-steps/s ({setting})", ours["steps_per_s"],
-                     "SB3 PPO (DummyVecEnv)", sb3["steps_per_s"], target=None)]
+    rows = [
+        rate_row(
+            f"(c) PPO cartpole-swingup training env-steps/s ({setting})",
+            ours["steps_per_s"],
+            "SB3 PPO (DummyVecEnv)",
+            sb3["steps_per_s"],
+            target=None,
+        )
+    ]
     if not quick:
-        row = Row(f"(c) PPO cartpole-swingup wall-clock to return {target:.0f}", "s", ours["reached_s"],
-                  "SB3 PPO (DummyVecEnv)", sb3["reached_s"], target=PPO_TARGET)
+        row = Row(
+            f"(c) PPO cartpole-swingup wall-clock to return {target:.0f}",
+            "s",
+            ours["reached_s"],
+            "SB3 PPO (DummyVecEnv)",
+            sb3["reached_s"],
+            target=PPO_TARGET,
+        )
         if ours["reached_s"] is None:
             row.note = f"ours not reached in {ours['time_s']:.0f} s (return {ours['return']:.1f})"
         elif sb3["reached_s"] is None:
@@ -355,8 +398,10 @@ def _target(r: Row) -> str:
 def table(rows: list[Row], markdown: bool = False) -> str:
     """The rows as an aligned text table, or a Markdown one."""
     head = ("measurement", "ours", "peer", "peer value", "ratio", "target", "status")
-    body = [(r.measurement, _num(r.ours, r.unit), r.peer_name, _num(r.peer, r.unit), _ratio(r), _target(r), r.status)
-            for r in rows]
+    body = [
+        (r.measurement, _num(r.ours, r.unit), r.peer_name, _num(r.peer, r.unit), _ratio(r), _target(r), r.status)
+        for r in rows
+    ]
     if markdown:
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         return "\n".join(lines + ["| " + " | ".join(b) + " |" for b in body])
@@ -368,8 +413,9 @@ def table(rows: list[Row], markdown: bool = False) -> str:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     """The ``embody bench core`` options (see ``--help``)."""
     p = argparse.ArgumentParser(prog="embody bench core", description=__doc__.split("\n\n")[0])
-    p.add_argument("--threads", type=int, default=os.cpu_count() or 1,
-                   help="threads for both sides (default: all cores)")
+    p.add_argument(
+        "--threads", type=int, default=os.cpu_count() or 1, help="threads for both sides (default: all cores)"
+    )
     p.add_argument("--quick", action="store_true", help="a short run: small batches, rates only (for tests)")
     p.add_argument("--out", type=Path, help="write results.json and results.md here")
     p.add_argument("--envs", type=int, help="envs for (a) and (b) (default 64; quick 8)")
@@ -402,9 +448,15 @@ def main(argv: list[str] | None = None) -> int:
 
     from importlib.metadata import version
 
-    machine = {"cpus": os.cpu_count(), "threads": threads, "platform": platform.platform(),
-               "python": platform.python_version(), "quick": q, "wall_s": time.perf_counter() - started,
-               **{p: version(p) for p in ("mujoco", "torch", "gymnasium", "stable_baselines3")}}
+    machine = {
+        "cpus": os.cpu_count(),
+        "threads": threads,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "quick": q,
+        "wall_s": time.perf_counter() - started,
+        **{p: version(p) for p in ("mujoco", "torch", "gymnasium", "stable_baselines3")},
+    }
     print()
     print(table(rows))
     for r in rows:
@@ -417,7 +469,9 @@ def main(argv: list[str] | None = None) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         result = {"machine": machine, "rows": [r.to_dict() for r in rows], "ppo": ppo_detail}
         (args.out / "results.json").write_text(json.dumps(result, indent=2))
-        (args.out / "results.md").write_text(f"# embody bench core\n\n{table(rows, markdown=True)}\n\n"
-                                             f"threads {threads}, {machine['cpus']} cores, {machine['platform']}\n")
+        (args.out / "results.md").write_text(
+            f"# embody bench core\n\n{table(rows, markdown=True)}\n\n"
+            f"threads {threads}, {machine['cpus']} cores, {machine['platform']}\n"
+        )
         print(f"results written to {args.out}")
     return 0

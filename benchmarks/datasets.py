@@ -45,8 +45,12 @@ def features(video: bool) -> dict:
     """The synthetic dataset's features (state, action, reward, done; plus the camera with ``video``)."""
     from embody.datasets.format import feature
 
-    out = {"observation.state": feature("float32", (STATE,)), "action": feature("float32", (ACTION,)),
-           "next.reward": feature("float32", (1,)), "next.done": feature("bool", (1,))}
+    out = {
+        "observation.state": feature("float32", (STATE,)),
+        "action": feature("float32", (ACTION,)),
+        "next.reward": feature("float32", (1,)),
+        "next.done": feature("bool", (1,)),
+    }
     if video:
         out[CAMERA] = feature("video", IMAGE)
     return out
@@ -55,10 +59,12 @@ def features(video: bool) -> dict:
 def synthetic_episode(rng: np.random.Generator, frames: int, video: bool) -> dict[str, np.ndarray]:
     """One episode's arrays, (frames, *shape): random-walk state, random actions, done at the end;
     images are a drifting gradient with a moving square (compressible, like a camera; noise is not)."""
-    ep = {"observation.state": np.cumsum(rng.normal(0, 0.05, (frames, STATE)), axis=0).astype(np.float32),
-          "action": rng.uniform(-1, 1, (frames, ACTION)).astype(np.float32),
-          "next.reward": rng.normal(size=(frames, 1)).astype(np.float32),
-          "next.done": (np.arange(frames) == frames - 1)[:, None]}
+    ep = {
+        "observation.state": np.cumsum(rng.normal(0, 0.05, (frames, STATE)), axis=0).astype(np.float32),
+        "action": rng.uniform(-1, 1, (frames, ACTION)).astype(np.float32),
+        "next.reward": rng.normal(size=(frames, 1)).astype(np.float32),
+        "next.done": (np.arange(frames) == frames - 1)[:, None],
+    }
     if video:
         h, w, _ = IMAGE
         y, x = np.mgrid[0:h, 0:w]
@@ -69,7 +75,7 @@ def synthetic_episode(rng: np.random.Generator, frames: int, video: bool) -> dic
         img[..., 2] = 64
         for i in range(frames):
             r, c = (i * 2) % (h - 16), (i * 3) % (w - 16)
-            img[i, r:r + 16, c:c + 16] = 255
+            img[i, r : r + 16, c : c + 16] = 255
         ep[CAMERA] = img
     return ep
 
@@ -79,8 +85,9 @@ def write_embody(root: Path, episodes: list[dict], video: bool) -> float:
     from embody.datasets.format import DatasetWriter
 
     start = time.perf_counter()
-    with DatasetWriter(root, fps=50, features=features(video), robot_type="bench",
-                       video_keys=(CAMERA,) if video else ()) as w:
+    with DatasetWriter(
+        root, fps=50, features=features(video), robot_type="bench", video_keys=(CAMERA,) if video else ()
+    ) as w:
         for ep in episodes:
             n = len(ep["action"])
             for t in range(n):
@@ -98,9 +105,14 @@ def write_hdf5(path: Path, episodes: list[dict]) -> float:
         index = 0
         for e, ep in enumerate(episodes):
             n = len(ep["action"])
-            cols = {**ep, "timestamp": np.arange(n, dtype=np.float32) / 50, "frame_index": np.arange(n),
-                    "episode_index": np.full(n, e), "index": np.arange(index, index + n),
-                    "task_index": np.zeros(n, int)}
+            cols = {
+                **ep,
+                "timestamp": np.arange(n, dtype=np.float32) / 50,
+                "frame_index": np.arange(n),
+                "episode_index": np.full(n, e),
+                "index": np.arange(index, index + n),
+                "task_index": np.zeros(n, int),
+            }
             for k, v in cols.items():
                 if k not in f:
                     f.create_dataset(k, data=v, maxshape=(None, *v.shape[1:]), chunks=True)
@@ -164,12 +176,17 @@ def epoch_rate(loader, repeats: int, max_frames: int | None = None) -> float:
 
 
 def _row(embody: float, peer: float | None, lerobot: bool = False) -> dict:
-    return {"embody_fps": embody, "peer_fps": peer, "ratio": embody / peer if peer else None,
-            "vs_lerobot": embody / LEROBOT_FPS if lerobot else None}
+    return {
+        "embody_fps": embody,
+        "peer_fps": peer,
+        "ratio": embody / peer if peer else None,
+        "vs_lerobot": embody / LEROBOT_FPS if lerobot else None,
+    }
 
 
-def measure(n_episodes: int, n_frames: int, work: Path, repeats: int = 3, item_cap: int = 4096,
-            video_cap: int = 2048) -> dict:
+def measure(
+    n_episodes: int, n_frames: int, work: Path, repeats: int = 3, item_cap: int = 4096, video_cap: int = 2048
+) -> dict:
     """Every measurement on datasets written under ``work``; see the module doc.
 
     Item-by-item loaders time at most ``item_cap`` (``video_cap``) frames per repetition (a full
@@ -186,10 +203,15 @@ def measure(n_episodes: int, n_frames: int, work: Path, repeats: int = 3, item_c
     video_eps = [synthetic_episode(rng, n_frames, video=True) for _ in range(n_video)]
     total, total_video = n_episodes * n_frames, n_video * n_frames
 
-    rows = {"write state": _row(total / write_embody(work / "state", state_eps, False),
-                                total / write_hdf5(work / "state.h5", state_eps)),
-            "write 84x84 video": _row(total_video / write_embody(work / "video", video_eps, True),
-                                      total_video / write_hdf5(work / "video.h5", video_eps))}
+    rows = {
+        "write state": _row(
+            total / write_embody(work / "state", state_eps, False), total / write_hdf5(work / "state.h5", state_eps)
+        ),
+        "write 84x84 video": _row(
+            total_video / write_embody(work / "video", video_eps, True),
+            total_video / write_hdf5(work / "video.h5", video_eps),
+        ),
+    }
     torch.manual_seed(0)
     start = time.perf_counter()
     state = EpisodeDataset(work / "state", video=False)
@@ -198,17 +220,30 @@ def measure(n_episodes: int, n_frames: int, work: Path, repeats: int = 3, item_c
     peer_state = epoch_rate(DataLoader(HDF5Frames(work / "state.h5"), **plain), repeats, item_cap)
     rows[STATE_ROW] = _row(epoch_rate(state.loader(BATCH, shuffle=True), repeats), peer_state, lerobot=True)
     rows["load state-only, DataLoader default collate"] = _row(
-        epoch_rate(DataLoader(state, **plain), repeats, item_cap), peer_state, lerobot=True)
+        epoch_rate(DataLoader(state, **plain), repeats, item_cap), peer_state, lerobot=True
+    )
     video = EpisodeDataset(work / "video", video=True)
     cap = min(total_video, video_cap)
     rows["load + 84x84 video, .loader()"] = _row(
         epoch_rate(video.loader(BATCH, shuffle=True), repeats, cap),
-        epoch_rate(DataLoader(HDF5Frames(work / "video.h5"), **plain), repeats, cap))
-    return {"cores": os.cpu_count(), "episodes": n_episodes, "frames_per_episode": n_frames, "total_frames": total,
-            "video_episodes": n_video, "video_frames": total_video, "item_frames_timed": min(total, item_cap),
-            "video_frames_timed": cap, "batch_size": BATCH,
-            "repeats": repeats, "open_state_dataset_s": open_s, "lerobot_reference_fps": LEROBOT_FPS,
-            "target_state_x_lerobot": TARGET, "rows": rows}
+        epoch_rate(DataLoader(HDF5Frames(work / "video.h5"), **plain), repeats, cap),
+    )
+    return {
+        "cores": os.cpu_count(),
+        "episodes": n_episodes,
+        "frames_per_episode": n_frames,
+        "total_frames": total,
+        "video_episodes": n_video,
+        "video_frames": total_video,
+        "item_frames_timed": min(total, item_cap),
+        "video_frames_timed": cap,
+        "batch_size": BATCH,
+        "repeats": repeats,
+        "open_state_dataset_s": open_s,
+        "lerobot_reference_fps": LEROBOT_FPS,
+        "target_state_x_lerobot": TARGET,
+        "rows": rows,
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -216,8 +251,9 @@ def main(argv: list[str]) -> int:
     writes ``results.json``. Returns 0."""
     from embody.benchmarks import save_results
 
-    p = argparse.ArgumentParser(prog="embody bench datasets", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="embody bench datasets", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--episodes", type=int, default=50)
     p.add_argument("--frames", type=int, default=400, help="frames per episode")
     p.add_argument("--repeats", type=int, default=3, help="epochs per loading measurement (best is kept)")
@@ -234,9 +270,11 @@ def main(argv: list[str]) -> int:
 
 
 def _print(r: dict) -> None:
-    print(f"\nembody bench datasets: {r['episodes']} episodes × {r['frames_per_episode']} frames "
-          f"(state {STATE}, action {ACTION}); video: {r['video_episodes']} × {r['frames_per_episode']} at 84×84; "
-          f"batch {r['batch_size']}, shuffled, 0 workers, {r['cores']} cores\n")
+    print(
+        f"\nembody bench datasets: {r['episodes']} episodes × {r['frames_per_episode']} frames "
+        f"(state {STATE}, action {ACTION}); video: {r['video_episodes']} × {r['frames_per_episode']} at 84×84; "
+        f"batch {r['batch_size']}, shuffled, 0 workers, {r['cores']} cores\n"
+    )
     print("| frames/s | embody | HDF5 peer | embody / peer | embody / lerobot 0.4.4 (2.9k) |\n|---|---|---|---|---|")
     for name, row in r["rows"].items():
         peer = f"{row['peer_fps']:,.0f}" if row["peer_fps"] else "—"
@@ -244,5 +282,7 @@ def _print(r: dict) -> None:
         vs = f"{row['vs_lerobot']:.1f}×" if row["vs_lerobot"] else "—"
         print(f"| {name} | {row['embody_fps']:,.0f} | {peer} | {ratio} | {vs} |")
     x = r["rows"][STATE_ROW]["vs_lerobot"]
-    print(f"\ntarget, {STATE_ROW} ≥ {r['target_state_x_lerobot']:.0f}× lerobot: {x:.1f}× "
-          f"({'PASS' if x >= r['target_state_x_lerobot'] else 'BELOW-TARGET'})")
+    print(
+        f"\ntarget, {STATE_ROW} ≥ {r['target_state_x_lerobot']:.0f}× lerobot: {x:.1f}× "
+        f"({'PASS' if x >= r['target_state_x_lerobot'] else 'BELOW-TARGET'})"
+    )

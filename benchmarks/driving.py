@@ -46,15 +46,22 @@ def raw_rate(scenario, steps: int, repeats: int, fast: bool) -> float:
     """highway-env's own env-steps/s on ``scenario`` (``fast``: with traffic collisions off, as
     highway-fast-v0), best of ``repeats`` runs of ``steps``. Needs the ``driving`` extra."""
     import gymnasium as gym
+
     from embody.extras import require
 
     require("highway_env", "driving")  # registers highway-v0
 
     s = scenario.settings
-    config = {"lanes_count": scenario.road.lanes, "vehicles_count": scenario.traffic.vehicles,
-              "vehicles_density": scenario.traffic.density, "simulation_frequency": s.simulation_frequency,
-              "policy_frequency": s.policy_frequency, "duration": 10**6, "action": {"type": "ContinuousAction"},
-              "observation": {"type": "Kinematics"}}
+    config = {
+        "lanes_count": scenario.road.lanes,
+        "vehicles_count": scenario.traffic.vehicles,
+        "vehicles_density": scenario.traffic.density,
+        "simulation_frequency": s.simulation_frequency,
+        "policy_frequency": s.policy_frequency,
+        "duration": 10**6,
+        "action": {"type": "ContinuousAction"},
+        "observation": {"type": "Kinematics"},
+    }
     env = gym.make("highway-v0", config=config).unwrapped
     if fast:  # what highway-fast-v0 does after placing vehicles
         original = env._create_vehicles
@@ -108,22 +115,38 @@ def measure(steps: int, repeats: int, parallel_episodes: int) -> dict:
     scenario = get_scenario("highway")
     scenario.settings.duration_s = 10**6  # never end inside a timed run
     fast = fast_settings(scenario)
-    rows = {"raw": raw_rate(scenario, steps, repeats, fast=False),
-            "ours": ours_rate(scenario, steps, repeats),
-            "ours+expert": ours_rate(scenario, steps, repeats, expert=True),
-            "raw-fast": raw_rate(fast, steps, repeats, fast=True),
-            "ours-fast": ours_rate(fast, steps, repeats)}
+    rows = {
+        "raw": raw_rate(scenario, steps, repeats, fast=False),
+        "ours": ours_rate(scenario, steps, repeats),
+        "ours+expert": ours_rate(scenario, steps, repeats, expert=True),
+        "raw-fast": raw_rate(fast, steps, repeats, fast=True),
+        "ours-fast": ours_rate(fast, steps, repeats),
+    }
     if parallel_episodes:
         rows["ours-fast×2"], rows["ours-fast×2 incl. start"] = parallel_rate(fast, steps, parallel_episodes)
     s, f = scenario.settings, fast.settings
-    return {"cores": os.cpu_count(), "steps": steps, "repeats": repeats, "parallel_episodes": parallel_episodes,
-            "scenario": {"lanes": scenario.road.lanes, "vehicles": scenario.traffic.vehicles,
-                         "simulation_hz": s.simulation_frequency, "policy_hz": s.policy_frequency},
-            "fast": {"vehicles": fast.traffic.vehicles, "simulation_hz": f.simulation_frequency,
-                     "policy_hz": f.policy_frequency, "traffic_collisions": fast.traffic.collisions},
-            "env_steps_per_s": rows,
-            "ours_over_raw": rows["ours"] / rows["raw"], "ours_fast_over_raw": rows["ours-fast"] / rows["raw"],
-            "ours_fast_over_raw_fast": rows["ours-fast"] / rows["raw-fast"]}
+    return {
+        "cores": os.cpu_count(),
+        "steps": steps,
+        "repeats": repeats,
+        "parallel_episodes": parallel_episodes,
+        "scenario": {
+            "lanes": scenario.road.lanes,
+            "vehicles": scenario.traffic.vehicles,
+            "simulation_hz": s.simulation_frequency,
+            "policy_hz": s.policy_frequency,
+        },
+        "fast": {
+            "vehicles": fast.traffic.vehicles,
+            "simulation_hz": f.simulation_frequency,
+            "policy_hz": f.policy_frequency,
+            "traffic_collisions": fast.traffic.collisions,
+        },
+        "env_steps_per_s": rows,
+        "ours_over_raw": rows["ours"] / rows["raw"],
+        "ours_fast_over_raw": rows["ours-fast"] / rows["raw"],
+        "ours_fast_over_raw_fast": rows["ours-fast"] / rows["raw-fast"],
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -131,8 +154,9 @@ def main(argv: list[str]) -> int:
     Returns 0."""
     from embody.benchmarks import save_results
 
-    p = argparse.ArgumentParser(prog="embody bench driving", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="embody bench driving", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--steps", type=int, default=150, help="env steps per timed run (150 = a 30 s episode)")
     p.add_argument("--repeats", type=int, default=3, help="timed runs per row (the best is kept)")
     p.add_argument("--parallel-episodes", type=int, default=4, help="episodes for the two-worker row (0: skip)")
@@ -149,13 +173,17 @@ def main(argv: list[str]) -> int:
 
 def _print(r: dict) -> None:
     sc, f = r["scenario"], r["fast"]
-    print(f"\nembody bench driving: env-steps/s on the highway scenario ({sc['lanes']} lanes, "
-          f"{sc['vehicles']} vehicles, {sc['simulation_hz']} Hz simulation, {sc['policy_hz']} Hz control); "
-          f"fast: {f['vehicles']} vehicles, {f['simulation_hz']} Hz simulation, no traffic-traffic collisions; "
-          f"{r['cores']} cores\n")
+    print(
+        f"\nembody bench driving: env-steps/s on the highway scenario ({sc['lanes']} lanes, "
+        f"{sc['vehicles']} vehicles, {sc['simulation_hz']} Hz simulation, {sc['policy_hz']} Hz control); "
+        f"fast: {f['vehicles']} vehicles, {f['simulation_hz']} Hz simulation, no traffic-traffic collisions; "
+        f"{r['cores']} cores\n"
+    )
     print("| row | env-steps/s | vs raw |\n|---|---|---|")
     raw = r["env_steps_per_s"]["raw"]
     for name, rate in r["env_steps_per_s"].items():
         print(f"| {name} | {rate:.1f} | {rate / raw:.2f} |")
-    print(f"\nbest of {r['repeats']} runs of {r['steps']} steps; ours-fast×2: two worker processes, "
-          f"{r['parallel_episodes']} episodes of {r['steps']} steps (mean rate per worker × 2; and the whole call)")
+    print(
+        f"\nbest of {r['repeats']} runs of {r['steps']} steps; ours-fast×2: two worker processes, "
+        f"{r['parallel_episodes']} episodes of {r['steps']} steps (mean rate per worker × 2; and the whole call)"
+    )

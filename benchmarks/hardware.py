@@ -31,8 +31,10 @@ def _best_us(fn, n: int = 200) -> float:
 
 def _baseline_lowcmd(msg, q, kp, kd, seq: int = 0):
     """LowCmd_ the straightforward way: objects per motor, struct pack + bitwise CRC."""
-    motors = [msg.MotorCmd_(mode=1, q=float(q[i]), dq=0.0, tau=0.0, kp=float(kp[i]), kd=float(kd[i]), reserve=0)
-              for i in range(msg.NUM_MOTORS)]
+    motors = [
+        msg.MotorCmd_(mode=1, q=float(q[i]), dq=0.0, tau=0.0, kp=float(kp[i]), kd=float(kd[i]), reserve=0)
+        for i in range(msg.NUM_MOTORS)
+    ]
     cmd = msg.LowCmd_(mode_pr=0, mode_machine=0, motor_cmd=motors, reserve=[seq, 0, 0, 0], crc=0)
     cmd.crc = msg.lowcmd_crc_baseline(cmd)
     return cmd
@@ -46,18 +48,19 @@ def _baseline_state_ok(msg, sample) -> bool:
 def codec(robot) -> dict:
     """Per H1-2 message operation (LowCmd_ build + CRC + serialize, LowState_ parse + CRC check, CRC
     alone): ``embody_us``, ``straightforward_us`` (µs per call, the vendor-SDK way) and ``speedup``."""
+    from embody.hardware.interface import JointCommand
     from embody.hardware.unitree import messages as msg
     from embody.hardware.unitree import wire
     from embody.hardware.unitree.h1_2 import lowcmd_packed, state_from_lowstate
-    from embody.hardware.interface import JointCommand
 
     pad = lambda a: np.pad(a, (0, msg.NUM_MOTORS - len(a)))  # noqa: E731
     q, kp, kd = pad(robot.default_pose), pad(robot.kp), pad(robot.kd)
     command = JointCommand.pd(robot, robot.default_pose)
     rng = np.random.default_rng(0)
     m = lambda: rng.normal(size=msg.NUM_MOTORS)  # noqa: E731
-    state = msg.lowstate_record(m(), m(), m(), m(), np.full(msg.NUM_MOTORS, 40), [1, 0, 0, 0], np.zeros(3),
-                                [0, 0, 9.8], np.zeros(3))
+    state = msg.lowstate_record(
+        m(), m(), m(), m(), np.full(msg.NUM_MOTORS, 40), [1, 0, 0, 0], np.zeros(3), [0, 0, 9.8], np.zeros(3)
+    )
     cdr_state = wire.to_cdr(state, "LowState_")
 
     def ours_read():
@@ -70,11 +73,15 @@ def codec(robot) -> dict:
         assert _baseline_state_ok(msg, sample)
 
     rows = {
-        "LowCmd_ build + CRC + serialize": (_best_us(lambda: wire.to_cdr(lowcmd_packed(command, 0), "LowCmd_")),
-                                           _best_us(lambda: _baseline_lowcmd(msg, q, kp, kd).serialize(), n=20)),
+        "LowCmd_ build + CRC + serialize": (
+            _best_us(lambda: wire.to_cdr(lowcmd_packed(command, 0), "LowCmd_")),
+            _best_us(lambda: _baseline_lowcmd(msg, q, kp, kd).serialize(), n=20),
+        ),
         "LowState_ parse + CRC check": (_best_us(ours_read), _best_us(base_read, n=20)),
-        "CRC only (LowCmd_, 250 words)": (_best_us(lambda: msg.crc32_core(np.zeros(250, np.uint32))),
-                                          _best_us(lambda: msg.crc32_core_bitwise(np.zeros(250, np.uint32)), n=20)),
+        "CRC only (LowCmd_, 250 words)": (
+            _best_us(lambda: msg.crc32_core(np.zeros(250, np.uint32))),
+            _best_us(lambda: msg.crc32_core_bitwise(np.zeros(250, np.uint32)), n=20),
+        ),
     }
     return {k: {"embody_us": a, "straightforward_us": b, "speedup": b / a} for k, (a, b) in rows.items()}
 
@@ -83,15 +90,23 @@ def _percentiles(x: list[float]) -> dict:
     a = np.asarray(x) * 1e3
     if a.size == 0:
         return {"n": 0}
-    return {"n": int(a.size), "p50_ms": float(np.percentile(a, 50)), "p99_ms": float(np.percentile(a, 99)),
-            "max_ms": float(a.max())}
+    return {
+        "n": int(a.size),
+        "p50_ms": float(np.percentile(a, 50)),
+        "p99_ms": float(np.percentile(a, 99)),
+        "max_ms": float(a.max()),
+    }
 
 
 def _loop_summary(ticks: list[float], arrivals: list[float], latency: list[float], seconds: float) -> dict:
     periods = np.diff(ticks)
-    return {"rate_hz": len(ticks) / seconds, "period": _percentiles(periods.tolist()),
-            "jitter": _percentiles(np.abs(periods - PERIOD).tolist()),
-            "state_gap": _percentiles(np.diff(arrivals).tolist()), "latency": _percentiles(latency)}
+    return {
+        "rate_hz": len(ticks) / seconds,
+        "period": _percentiles(periods.tolist()),
+        "jitter": _percentiles(np.abs(periods - PERIOD).tolist()),
+        "state_gap": _percentiles(np.diff(arrivals).tolist()),
+        "latency": _percentiles(latency),
+    }
 
 
 def ours_loop(robot, domain: int, seconds: float) -> dict:
@@ -132,8 +147,9 @@ def straightforward_loop(robot, domain: int, seconds: float) -> dict:
                 if t is not None:
                     latency.append(now - t)
 
-    writer, reader = dds.endpoints(domain, "lo", (msg.TOPIC_LOWCMD, msg.LowCmd_), (msg.TOPIC_LOWSTATE, msg.LowState_),
-                                   on_data)
+    writer, reader = dds.endpoints(
+        domain, "lo", (msg.TOPIC_LOWCMD, msg.LowCmd_), (msg.TOPIC_LOWSTATE, msg.LowState_), on_data
+    )
     end, seq = time.monotonic() + seconds, 0
     while time.monotonic() < end:
         ticks.append(time.monotonic())
@@ -150,12 +166,12 @@ def main(argv: list[str]) -> int:
     """``embody bench hardware``: start a loopback robot-sim (DDS on ``lo``), run the codec and both
     control loops, print the results; ``--out DIR`` writes ``results.json``. Returns 0."""
     from embody.benchmarks import save_results
-
     from embody.hardware.deploy import start_robot_sim, stop_robot_sim
     from embody.robots import get_robot
 
-    p = argparse.ArgumentParser(prog="embody bench hardware", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="embody bench hardware", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--seconds", type=float, default=5.0, help="seconds of each control loop")
     p.add_argument("--domain", type=int, default=231, help="DDS domain for the loopback robot-sim")
     p.add_argument("--out", help="directory for results.json")
@@ -181,7 +197,11 @@ def _print(r: dict) -> None:
     print("\n| 500 Hz loop on loopback | embody | straightforward |\n|---|---|---|")
     e, s = r["embody"], r["straightforward"]
     print(f"| commands/s | {e['rate_hz']:.0f} | {s['rate_hz']:.0f} |")
-    for key, label in (("period", "writer period"), ("jitter", "period jitter"), ("state_gap", "state gap"),
-                       ("latency", "command→state latency")):
+    for key, label in (
+        ("period", "writer period"),
+        ("jitter", "period jitter"),
+        ("state_gap", "state gap"),
+        ("latency", "command→state latency"),
+    ):
         fmt = lambda d: f"p50 {d['p50_ms']:.2f} / p99 {d['p99_ms']:.2f} / max {d['max_ms']:.1f} ms" if d["n"] else "—"  # noqa: E731
         print(f"| {label} | {fmt(e[key])} | {fmt(s[key])} |")

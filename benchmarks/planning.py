@@ -82,8 +82,10 @@ def blocks_problem(n: int, seed: int = 0) -> str:
         goal += [f"(on {a} {b})" for a, b in zip(t, t[1:])]
     if not goal:  # every goal tower a single block: ask for one on the table instead
         goal = [f"(ontable {blocks[0]})"]
-    return (f"(define (problem blocks-{n}) (:domain blocks)\n  (:objects {' '.join(blocks)} - block)\n"
-            f"  (:init {' '.join(init)})\n  (:goal (and {' '.join(goal)})))\n")
+    return (
+        f"(define (problem blocks-{n}) (:domain blocks)\n  (:objects {' '.join(blocks)} - block)\n"
+        f"  (:init {' '.join(init)})\n  (:goal (and {' '.join(goal)})))\n"
+    )
 
 
 def reverse_tower(n: int) -> str:
@@ -91,8 +93,10 @@ def reverse_tower(n: int) -> str:
     blocks = [f"b{i}" for i in range(1, n + 1)]
     init = ["(handempty)", "(clear b1)", f"(ontable b{n})"] + [f"(on {a} {b})" for a, b in zip(blocks, blocks[1:])]
     goal = [f"(on {b} {a})" for a, b in zip(blocks, blocks[1:])]
-    return (f"(define (problem reverse-{n}) (:domain blocks)\n  (:objects {' '.join(blocks)} - block)\n"
-            f"  (:init {' '.join(init)})\n  (:goal (and {' '.join(goal)})))\n")
+    return (
+        f"(define (problem reverse-{n}) (:domain blocks)\n  (:objects {' '.join(blocks)} - block)\n"
+        f"  (:init {' '.join(init)})\n  (:goal (and {' '.join(goal)})))\n"
+    )
 
 
 def write_problems(work: Path, sizes: list[int], seed: int) -> dict[str, list[tuple[str, Path, Path]]]:
@@ -107,8 +111,10 @@ def write_problems(work: Path, sizes: list[int], seed: int) -> dict[str, list[tu
         return path
 
     search = [(f"blocks-{n}", blocks, problem(f"blocks-{n}", blocks_problem(n, seed))) for n in sizes]
-    small = [("reverse-5", blocks, problem("reverse-5", reverse_tower(5))),
-             ("tabletop-small", TABLETOP, problem("tabletop-small", TABLETOP_PROBLEM))]
+    small = [
+        ("reverse-5", blocks, problem("reverse-5", reverse_tower(5))),
+        ("tabletop-small", TABLETOP, problem("tabletop-small", TABLETOP_PROBLEM)),
+    ]
     return {"search": search, "small": small}
 
 
@@ -133,8 +139,9 @@ def run_peer(domain: Path, problem: Path, work: Path) -> tuple[float, int]:
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=work)  # the driver writes output.sas to its cwd
     seconds = time.perf_counter() - start
     if done.returncode != 0 or not plan.exists():
-        raise RuntimeError(f"Fast Downward's driver failed on {problem} (exit {done.returncode}): "
-                           f"{(done.stdout + done.stderr)[-400:]}")
+        raise RuntimeError(
+            f"Fast Downward's driver failed on {problem} (exit {done.returncode}): {(done.stdout + done.stderr)[-400:]}"
+        )
     steps = [ln for ln in plan.read_text().splitlines() if ln.strip() and not ln.startswith(";")]
     return seconds, len(steps)
 
@@ -148,12 +155,16 @@ def _pieces(times: dict[str, float]):
 
     import embody.planners.solve as solve_mod
 
-    targets = [(solve_mod, "to_up_problem", "convert_s"),  # builds the UP problem through its API
-               (solve_mod, "_run", "planner_s"),  # writes our PDDL, runs the driver, reads the plan
-               (solve_mod, "_drive", "driver_s"),  # the driver subprocess alone
-               (plan_validator.SequentialPlanValidator, "_validate", "validate_s")]
-    saved = [(owner, name, owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name))
-             for owner, name, _ in targets]
+    targets = [
+        (solve_mod, "to_up_problem", "convert_s"),  # builds the UP problem through its API
+        (solve_mod, "_run", "planner_s"),  # writes our PDDL, runs the driver, reads the plan
+        (solve_mod, "_drive", "driver_s"),  # the driver subprocess alone
+        (plan_validator.SequentialPlanValidator, "_validate", "validate_s"),
+    ]
+    saved = [
+        (owner, name, owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name))
+        for owner, name, _ in targets
+    ]
 
     def wrap(fn, key):
         def timed(*args, **kwargs):
@@ -162,6 +173,7 @@ def _pieces(times: dict[str, float]):
                 return fn(*args, **kwargs)
             finally:
                 times[key] = times.get(key, 0.0) + time.perf_counter() - start
+
         return timed
 
     for (owner, name, key), (_, _, fn) in zip(targets, saved):
@@ -189,8 +201,9 @@ def run_ours(domain: Path, problem: Path, timeout_s: float = 300.0) -> tuple[flo
         raise RuntimeError(f"solve fell back to {plan.planner}: Fast Downward could not run (see the log)")
     times["parse_s"] = parsed - start
     times["up_engine_s"] = times["planner_s"] - times["driver_s"]  # our wrapper: PDDL files, plan reading
-    times["other_s"] = max(0.0, total - times["parse_s"] - times["convert_s"] - times["planner_s"]
-                           - times["validate_s"])  # validator lookup, plan conversion
+    times["other_s"] = max(
+        0.0, total - times["parse_s"] - times["convert_s"] - times["planner_s"] - times["validate_s"]
+    )  # validator lookup, plan conversion
     return total, len(plan), times
 
 
@@ -206,8 +219,14 @@ def measure_problem(domain: Path, problem: Path, work: Path, repeats: int) -> di
         peer_best = min(peer_best, peer_s)
         if ours_s < ours_best:
             ours_best, pieces = ours_s, times
-    return {"peer_s": peer_best, "ours_s": ours_best, "ratio": ours_best / peer_best,
-            "peer_plan_length": peer_len, "ours_plan_length": ours_len, "pieces": pieces}
+    return {
+        "peer_s": peer_best,
+        "ours_s": ours_best,
+        "ratio": ours_best / peer_best,
+        "peer_plan_length": peer_len,
+        "ours_plan_length": ours_len,
+        "pieces": pieces,
+    }
 
 
 def measure(sizes: list[int], repeats: int, calls: int, work: Path, seed: int = 0) -> dict:
@@ -218,9 +237,17 @@ def measure(sizes: list[int], repeats: int, calls: int, work: Path, seed: int = 
     run_ours(*problems["small"][0][1:])  # warm up: unified-planning's imports are not a per-call cost
     search = {name: measure_problem(d, p, work, repeats) for name, d, p in problems["search"]}
     small = {name: measure_problem(d, p, work, calls) for name, d, p in problems["small"]}
-    return {"cores": os.cpu_count(), "peer_command": peer_command(Path("DOMAIN"), Path("PROBLEM"), Path("PLAN")),
-            "sizes": sizes, "seed": seed, "repeats": repeats, "calls": calls, "target_ratio": TARGET,
-            "search": search, "small": small}
+    return {
+        "cores": os.cpu_count(),
+        "peer_command": peer_command(Path("DOMAIN"), Path("PROBLEM"), Path("PLAN")),
+        "sizes": sizes,
+        "seed": seed,
+        "repeats": repeats,
+        "calls": calls,
+        "target_ratio": TARGET,
+        "search": search,
+        "small": small,
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -228,8 +255,9 @@ def main(argv: list[str]) -> int:
     keeps the generated PDDL under ``DIR/pddl``. Returns 0."""
     from embody.benchmarks import save_results
 
-    p = argparse.ArgumentParser(prog="embody bench planning", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="embody bench planning", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--sizes", type=int, nargs="+", default=[45, 55, 65], help="blocks per search-heavy problem")
     p.add_argument("--repeats", type=int, default=3, help="runs per search-heavy problem and side (best is kept)")
     p.add_argument("--calls", type=int, default=5, help="runs per small problem and side (best is kept)")
@@ -248,18 +276,26 @@ def main(argv: list[str]) -> int:
 
 
 def _print(r: dict) -> None:
-    print(f"\nembody bench planning: solve(read_domain, read_problem) vs Fast Downward's driver, same search "
-          f"({' '.join(r['peer_command'][2:])}); {r['cores']} cores\n")
-    print("| problem | plan length (ours / peer) | ours s | peer s | ours / peer | parse | convert | "
-          "wrapper | driver | validate | other |\n|---|---|---|---|---|---|---|---|---|---|---|")
+    print(
+        f"\nembody bench planning: solve(read_domain, read_problem) vs Fast Downward's driver, same search "
+        f"({' '.join(r['peer_command'][2:])}); {r['cores']} cores\n"
+    )
+    print(
+        "| problem | plan length (ours / peer) | ours s | peer s | ours / peer | parse | convert | "
+        "wrapper | driver | validate | other |\n|---|---|---|---|---|---|---|---|---|---|---|"
+    )
     for part in ("search", "small"):
         for name, row in r[part].items():
             pc = row["pieces"]
-            print(f"| {name} | {row['ours_plan_length']} / {row['peer_plan_length']} | {row['ours_s']:.3f} | "
-                  f"{row['peer_s']:.3f} | {row['ratio']:.2f} | {pc['parse_s']:.3f} | {pc['convert_s']:.3f} | "
-                  f"{pc['up_engine_s']:.3f} | {pc['driver_s']:.3f} | {pc['validate_s']:.3f} | {pc['other_s']:.3f} |")
-    print(f"\nsearch-heavy: best of {r['repeats']}; small: best of {r['calls']} (fixed cost per call); "
-          "pieces in s, from our best run; wrapper: writing the PDDL files and reading the plan around the driver")
+            print(
+                f"| {name} | {row['ours_plan_length']} / {row['peer_plan_length']} | {row['ours_s']:.3f} | "
+                f"{row['peer_s']:.3f} | {row['ratio']:.2f} | {pc['parse_s']:.3f} | {pc['convert_s']:.3f} | "
+                f"{pc['up_engine_s']:.3f} | {pc['driver_s']:.3f} | {pc['validate_s']:.3f} | {pc['other_s']:.3f} |"
+            )
+    print(
+        f"\nsearch-heavy: best of {r['repeats']}; small: best of {r['calls']} (fixed cost per call); "
+        "pieces in s, from our best run; wrapper: writing the PDDL files and reading the plan around the driver"
+    )
     for name, row in r["search"].items():
         verdict = "PASS" if row["ratio"] <= r["target_ratio"] else "BELOW-TARGET"
         print(f"target, {name} ours / peer ≤ {r['target_ratio']:.2f}: {row['ratio']:.2f} ({verdict})")

@@ -19,8 +19,8 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -99,8 +99,17 @@ def measure(sim_name: str, n_envs: int, steps: int) -> list[dict]:
         restart()  # the raw engine starts where ours started
         raw = n_envs / _timed(raw_physics_step(sim), steps * sim.config.decimation)
         ours = rate * sim.config.decimation
-        rows.append({"sim": sim_name, "workload": what, "n_envs": n_envs, "steps_per_s": rate,
-                     "physics_steps_per_s": ours, "raw_physics_steps_per_s": raw, "overhead_ratio": ours / raw})
+        rows.append(
+            {
+                "sim": sim_name,
+                "workload": what,
+                "n_envs": n_envs,
+                "steps_per_s": rate,
+                "physics_steps_per_s": ours,
+                "raw_physics_steps_per_s": raw,
+                "overhead_ratio": ours / raw,
+            }
+        )
         obj.close()
     return rows
 
@@ -135,13 +144,19 @@ def main(argv: list[str]) -> int:
 
 
 def _table(rows: list[dict], batched: list[dict]) -> str:
-    lines = ["| sim | workload | envs | env-steps/s | physics steps/s (ours) | raw engine | ours / raw |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| sim | workload | envs | env-steps/s | physics steps/s (ours) | raw engine | ours / raw |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['sim']} | {r['workload']} | {r['n_envs']} | {r['steps_per_s']:,.0f} | "
-                     f"{r['physics_steps_per_s']:,.0f} | {r['raw_physics_steps_per_s']:,.0f} | {r['overhead_ratio']:.2f} |")
+        lines.append(
+            f"| {r['sim']} | {r['workload']} | {r['n_envs']} | {r['steps_per_s']:,.0f} | "
+            f"{r['physics_steps_per_s']:,.0f} | {r['raw_physics_steps_per_s']:,.0f} | {r['overhead_ratio']:.2f} |"
+        )
     if batched:
         lines += ["", "| Genesis cartpole-swingup | env-steps/s | vs. single |", "|---|---|---|"]
         for b in batched:
-            lines.append(f"| {b['n_envs']} envs | {b['steps_per_s']:,.0f} | {b['steps_per_s'] / batched[0]['steps_per_s']:.1f}x |")
+            lines.append(
+                f"| {b['n_envs']} envs | {b['steps_per_s']:,.0f} | {b['steps_per_s'] / batched[0]['steps_per_s']:.1f}x |"
+            )
     return "\n".join(lines)

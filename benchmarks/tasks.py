@@ -39,20 +39,26 @@ def measure(task: str, sim: str, n_envs: int, steps: int) -> dict:
     command = env.task.action_to_command(actions[0])
     physics_rate = _rate(lambda: env.sim.step(command), steps, n_envs)
     env.close()
-    return {"task": task, "sim": sim, "envs": n_envs, "env_steps_per_s": env_rate,
-            "physics_only_per_s": physics_rate, "ratio": env_rate / physics_rate}
+    return {
+        "task": task,
+        "sim": sim,
+        "envs": n_envs,
+        "env_steps_per_s": env_rate,
+        "physics_only_per_s": physics_rate,
+        "ratio": env_rate / physics_rate,
+    }
 
 
 def main(argv: list[str]) -> int:
     """``embody bench tasks``: every task (or ``--task``) on every installed simulator (or ``--sim``), printed
     as a Markdown table; ``--out DIR`` writes ``results.json``. Returns 0."""
     from embody.benchmarks import save_results
-
     from embody.sims import installed_simulators
     from embody.sims.tasks import TASKS
 
-    p = argparse.ArgumentParser(prog="embody bench tasks", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="embody bench tasks", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--task", nargs="*", default=None, help="tasks (default: all registered)")
     p.add_argument("--sim", nargs="*", default=None, help="simulators (default: all installed)")
     p.add_argument("--envs", type=int, default=16)
@@ -66,15 +72,20 @@ def main(argv: list[str]) -> int:
         for sim in sims:
             rows.append(measure(task, sim, args.envs, args.steps))
             r = rows[-1]
-            print(f"  {task} on {sim}: " + (f"{r['env_steps_per_s']:,.0f} env-steps/s" if "ratio" in r else "unsupported"),
-                  flush=True)
+            print(
+                f"  {task} on {sim}: "
+                + (f"{r['env_steps_per_s']:,.0f} env-steps/s" if "ratio" in r else "unsupported"),
+                flush=True,
+            )
     print(f"\nembody bench tasks: {args.envs} envs, random actions, {os.cpu_count()} cores")
     print("| task | sim | env-steps/s | physics only | task / physics |\n|---|---|---|---|---|")
     for r in rows:
         if "unsupported" in r:
             print(f"| {r['task']} | {r['sim']} | unsupported: {r['unsupported']} | | |")
         else:
-            print(f"| {r['task']} | {r['sim']} | {r['env_steps_per_s']:,.0f} | {r['physics_only_per_s']:,.0f} | "
-                  f"{r['ratio']:.2f} |")
+            print(
+                f"| {r['task']} | {r['sim']} | {r['env_steps_per_s']:,.0f} | {r['physics_only_per_s']:,.0f} | "
+                f"{r['ratio']:.2f} |"
+            )
     save_results(args.out, rows)
     return 0

@@ -17,8 +17,18 @@ from .format import (
     validate,
 )
 
-__all__ = ["CODEBASE_VERSION", "EMBODY_SCHEMA_VERSION", "Dataset", "DatasetFormatError", "DatasetWriter",
-           "EpisodeDataset", "compact", "feature", "load", "validate"]
+__all__ = [
+    "CODEBASE_VERSION",
+    "EMBODY_SCHEMA_VERSION",
+    "Dataset",
+    "DatasetFormatError",
+    "DatasetWriter",
+    "EpisodeDataset",
+    "compact",
+    "feature",
+    "load",
+    "validate",
+]
 
 
 def __getattr__(name: str):

@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 from embody.extras import require
-from embody.files import fsync_dir as _fsync_dir, write_atomic  # noqa: F401 (re-exported)
+from embody.files import fsync_dir as _fsync_dir  # noqa: F401 (re-exported)
+from embody.files import write_atomic
 
 STAGING_DIR = ".embody-staging"
 COMMIT_FILE = "COMMIT"
@@ -108,8 +109,7 @@ COMPACT_COMPLETE = ".embody-compact-complete"
 
 def compact_siblings(root: Path) -> tuple[Path, Path]:
     """(new, old) folders that ``compact`` builds and swaps beside ``root``."""
-    return (root.with_name(f".{root.name}.embody-compact-new"),
-            root.with_name(f".{root.name}.embody-compact-old"))
+    return (root.with_name(f".{root.name}.embody-compact-new"), root.with_name(f".{root.name}.embody-compact-old"))
 
 
 def recover_compact(root: Path, remove_incomplete: bool = False) -> None:

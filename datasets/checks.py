@@ -41,6 +41,7 @@ from .stats import STATS
 @dataclass(frozen=True)
 class Problem:
     """What is wrong, and the file it is wrong in."""
+
     path: Path | str
     message: str
 
@@ -61,17 +62,32 @@ def raise_first(problems: list[Problem]) -> None:
 
 # -- info.json ----------------------------------------------------------------------------------
 
-_REQUIRED_INFO = ("codebase_version", "robot_type", "total_episodes", "total_frames", "total_tasks", "chunks_size",
-                  "data_files_size_in_mb", "video_files_size_in_mb", "fps", "splits", "data_path", "video_path",
-                  "features")
+_REQUIRED_INFO = (
+    "codebase_version",
+    "robot_type",
+    "total_episodes",
+    "total_frames",
+    "total_tasks",
+    "chunks_size",
+    "data_files_size_in_mb",
+    "video_files_size_in_mb",
+    "fps",
+    "splits",
+    "data_path",
+    "video_path",
+    "features",
+)
 
 
 def staged_saves(s: Snapshot) -> list[Problem]:
     """A committed save not yet moved into place (load() or DatasetWriter finishes it)."""
     staging = s.root / st.STAGING_DIR
     stages = sorted(staging.iterdir()) if staging.is_dir() else []
-    return [Problem(stage, "a committed save not yet moved into place (load() or DatasetWriter finishes it)")
-            for stage in stages if (stage / st.COMMIT_FILE).is_file()]
+    return [
+        Problem(stage, "a committed save not yet moved into place (load() or DatasetWriter finishes it)")
+        for stage in stages
+        if (stage / st.COMMIT_FILE).is_file()
+    ]
 
 
 def info_fields(s: Snapshot) -> list[Problem]:
@@ -81,10 +97,16 @@ def info_fields(s: Snapshot) -> list[Problem]:
 def feature_declarations(s: Snapshot) -> list[Problem]:
     """The standard columns are declared with their dtypes; every dtype is one we can store."""
     path = s.root / INFO_PATH
-    problems = [Problem(path, f"standard feature {k!r} missing or not {ft['dtype']}") for k, ft in DEFAULT_FEATURES.items()
-                if k not in s.features or s.features[k]["dtype"] != ft["dtype"]]
-    return problems + [Problem(path, f"feature {k!r} has unsupported dtype {ft.get('dtype')!r}")
-                       for k, ft in s.features.items() if ft.get("dtype") != "video" and ft.get("dtype") not in NUMERIC]
+    problems = [
+        Problem(path, f"standard feature {k!r} missing or not {ft['dtype']}")
+        for k, ft in DEFAULT_FEATURES.items()
+        if k not in s.features or s.features[k]["dtype"] != ft["dtype"]
+    ]
+    return problems + [
+        Problem(path, f"feature {k!r} has unsupported dtype {ft.get('dtype')!r}")
+        for k, ft in s.features.items()
+        if ft.get("dtype") != "video" and ft.get("dtype") not in NUMERIC
+    ]
 
 
 def path_templates(s: Snapshot) -> list[Problem]:
@@ -98,6 +120,7 @@ def path_templates(s: Snapshot) -> list[Problem]:
 
 # -- checksums ----------------------------------------------------------------------------------
 
+
 def checksum_problems(root: Path, files: dict[str, str]) -> list[Problem]:
     """Each listed file exists and has its recorded sha256."""
     problems = []
@@ -106,8 +129,11 @@ def checksum_problems(root: Path, files: dict[str, str]) -> list[Problem]:
         if not path.is_file():
             problems.append(Problem(path, f"missing (listed in {CHECKSUMS_PATH})"))
         elif st.sha256_file(path) != digest:
-            problems.append(Problem(path, f"checksum mismatch: the file changed or is corrupt "
-                                          f"(sha256 differs from {CHECKSUMS_PATH})"))
+            problems.append(
+                Problem(
+                    path, f"checksum mismatch: the file changed or is corrupt (sha256 differs from {CHECKSUMS_PATH})"
+                )
+            )
     return problems
 
 
@@ -120,18 +146,26 @@ def files_have_checksums(s: Snapshot) -> list[Problem]:
     if not s.meta.ours:
         return []
     referenced = dict.fromkeys(rel for r in s.rows for rel in r.paths())
-    return [Problem(s.root / rel, "referenced by the episodes table but has no checksum")
-            for rel in referenced if rel not in s.meta.checksums]
+    return [
+        Problem(s.root / rel, "referenced by the episodes table but has no checksum")
+        for rel in referenced
+        if rel not in s.meta.checksums
+    ]
 
 
 # -- the episodes and tasks tables --------------------------------------------------------------
+
 
 def episode_count(s: Snapshot) -> list[Problem]:
     total = int(s.info.get("total_episodes", 0))
     if len(s.rows) == total:
         return []
-    return [Problem(s.root / INFO_PATH, f"total_episodes={s.info.get('total_episodes')} but the episodes "
-                                        f"table has {len(s.rows)} rows")]
+    return [
+        Problem(
+            s.root / INFO_PATH,
+            f"total_episodes={s.info.get('total_episodes')} but the episodes table has {len(s.rows)} rows",
+        )
+    ]
 
 
 def splits_and_tasks(s: Snapshot) -> list[Problem]:
@@ -147,8 +181,9 @@ def splits_and_tasks(s: Snapshot) -> list[Problem]:
 
 def episode_columns(s: Snapshot) -> list[Problem]:
     """Every row locates a clip of every camera."""
-    missing = sorted({f"videos/{k}/{c}" for r in s.rows for k in s.video_keys if k not in r.videos
-                      for c in CLIP_FIELDS})
+    missing = sorted(
+        {f"videos/{k}/{c}" for r in s.rows for k in s.video_keys if k not in r.videos for c in CLIP_FIELDS}
+    )
     return [Problem(s.root / EPISODES_FILE, f"missing columns {missing}")] if missing else []
 
 
@@ -159,19 +194,26 @@ def episode_spans(s: Snapshot) -> list[Problem]:
         if r.episode_index != i:
             problems.append(Problem(path, f"episode_index {r.episode_index} at row {i}"))
         if r.dataset_from_index != start or r.dataset_to_index - r.dataset_from_index != r.length:
-            problems.append(Problem(path, f"episode {i} spans [{r.dataset_from_index}, {r.dataset_to_index}) "
-                                          f"with length {r.length}; expected to start at {start}"))
+            problems.append(
+                Problem(
+                    path,
+                    f"episode {i} spans [{r.dataset_from_index}, {r.dataset_to_index}) "
+                    f"with length {r.length}; expected to start at {start}",
+                )
+            )
         start = r.dataset_to_index
         unknown = [t for t in r.tasks if t not in s.tasks]
         if unknown:
             problems.append(Problem(path, f"episode {i} has tasks {unknown} missing from tasks.parquet"))
     if s.rows and start != int(s.info.get("total_frames", -1)):
-        problems.append(Problem(s.root / INFO_PATH, f"total_frames={s.info.get('total_frames')} but episodes "
-                                                    f"sum to {start}"))
+        problems.append(
+            Problem(s.root / INFO_PATH, f"total_frames={s.info.get('total_frames')} but episodes sum to {start}")
+        )
     return problems
 
 
 # -- data files ---------------------------------------------------------------------------------
+
 
 def data_file_schemas(s: Snapshot) -> list[Problem]:
     """Each referenced data file's columns are the non-video features, with their arrow types."""
@@ -181,10 +223,17 @@ def data_file_schemas(s: Snapshot) -> list[Problem]:
     for rel in sorted({r.data_path for r in s.rows}):
         found = pq.read_schema(s.root / rel)
         if set(found.names) != set(schema.names):
-            problems.append(Problem(s.root / rel, f"columns {sorted(found.names)} do not match the non-video "
-                                                  f"features {sorted(schema.names)}"))
-        problems += [Problem(s.root / rel, f"column {f.name!r} is {found.field(f.name).type}, features say {f.type}")
-                     for f in schema if f.name in found.names and found.field(f.name).type != f.type]
+            problems.append(
+                Problem(
+                    s.root / rel,
+                    f"columns {sorted(found.names)} do not match the non-video features {sorted(schema.names)}",
+                )
+            )
+        problems += [
+            Problem(s.root / rel, f"column {f.name!r} is {found.field(f.name).type}, features say {f.type}")
+            for f in schema
+            if f.name in found.names and found.field(f.name).type != f.type
+        ]
     return problems
 
 
@@ -214,6 +263,7 @@ def data_columns(s: Snapshot) -> list[Problem]:
 
 # -- videos -------------------------------------------------------------------------------------
 
+
 def _clips_by_file(s: Snapshot, key: str) -> dict[str, list]:
     """Video file (relative) -> the rows with a ``key`` clip in it."""
     by_file: dict[str, list] = {}
@@ -223,8 +273,12 @@ def _clips_by_file(s: Snapshot, key: str) -> dict[str, list]:
 
 
 def video_files_exist(s: Snapshot) -> list[Problem]:
-    return [Problem(s.root / rel, f"missing (video {k!r} of episodes {[r.episode_index for r in rows]})")
-            for k in s.video_keys for rel, rows in _clips_by_file(s, k).items() if not (s.root / rel).is_file()]
+    return [
+        Problem(s.root / rel, f"missing (video {k!r} of episodes {[r.episode_index for r in rows]})")
+        for k in s.video_keys
+        for rel, rows in _clips_by_file(s, k).items()
+        if not (s.root / rel).is_file()
+    ]
 
 
 def _clip_problems(path: Path, r, key: str, fps: float, gop: int) -> list[Problem]:
@@ -232,8 +286,13 @@ def _clip_problems(path: Path, r, key: str, fps: float, gop: int) -> list[Proble
     clip = r.videos[key]
     packets = _video.packets_in_range(path, clip.from_timestamp, clip.to_timestamp, fps)
     if [p for p, _ in packets] != list(range(r.length)):
-        return [Problem(path, f"episode {r.episode_index} has {len(packets)} video frames in "
-                              f"[{clip.from_timestamp}, {clip.to_timestamp}), its length is {r.length}")]
+        return [
+            Problem(
+                path,
+                f"episode {r.episode_index} has {len(packets)} video frames in "
+                f"[{clip.from_timestamp}, {clip.to_timestamp}), its length is {r.length}",
+            )
+        ]
     keys = [p for p, kf in packets if kf]
     if not keys or keys[0] != 0:
         return [Problem(path, f"episode {r.episode_index} does not start on a keyframe")]
@@ -259,6 +318,7 @@ def video_frames(s: Snapshot) -> list[Problem]:
 
 # -- stats and stray files ----------------------------------------------------------------------
 
+
 def stats_entries(s: Snapshot) -> list[Problem]:
     if not s.rows:
         return []
@@ -266,24 +326,29 @@ def stats_entries(s: Snapshot) -> list[Problem]:
         stats = read_json(s.root / STATS_PATH)
     except DatasetFormatError as e:
         return [Problem(e.path, e.problem)]
-    return [Problem(s.root / STATS_PATH, f"feature {k!r} lacks {missing}") for k in s.features
-            if (missing := [name for name in STATS if name not in stats.get(k, {})])]
+    return [
+        Problem(s.root / STATS_PATH, f"feature {k!r} lacks {missing}")
+        for k in s.features
+        if (missing := [name for name in STATS if name not in stats.get(k, {})])
+    ]
 
 
 def stray_files(s: Snapshot) -> list[Problem]:
     """Parquet and MP4 files no episode references: lerobot globs these folders and would read them."""
     referenced = {rel for r in s.rows for rel in r.paths()} | {EPISODES_FILE}
-    return [Problem(p, "not referenced by the episodes table (lerobot would read it)")
-            for pattern in ("data/*/*.parquet", "videos/*/*/*.mp4", "meta/episodes/*/*.parquet")
-            for p in sorted(s.root.glob(pattern)) if p.relative_to(s.root).as_posix() not in referenced]
+    return [
+        Problem(p, "not referenced by the episodes table (lerobot would read it)")
+        for pattern in ("data/*/*.parquet", "videos/*/*/*.mp4", "meta/episodes/*/*.parquet")
+        for p in sorted(s.root.glob(pattern))
+        if p.relative_to(s.root).as_posix() not in referenced
+    ]
 
 
 # -- what validate and load run -----------------------------------------------------------------
 
 VALIDATE_STAGES: tuple[tuple[Check, ...], ...] = (
     (staged_saves, info_fields, feature_declarations),
-    (path_templates, checksums, episode_count, splits_and_tasks, episode_columns, episode_spans,
-     files_have_checksums),
+    (path_templates, checksums, episode_count, splits_and_tasks, episode_columns, episode_spans, files_have_checksums),
     (data_columns, data_file_schemas, video_files_exist, video_frames, stats_entries, stray_files),
 )
 

@@ -21,15 +21,7 @@ from .checks import validate
 from .episodes import EpisodeRow, Location, VideoClip
 from .meta import episodes_bytes, write_meta
 from .reader import Dataset, load
-from .schema import (
-    DATA_PATH,
-    EPISODES_FILE,
-    INFO_PATH,
-    STATS_PATH,
-    TASKS_PATH,
-    VIDEO_PATH,
-    DatasetFormatError,
-)
+from .schema import DATA_PATH, EPISODES_FILE, INFO_PATH, STATS_PATH, TASKS_PATH, VIDEO_PATH, DatasetFormatError
 
 
 def _pack(sizes: list[float], limit: float, breaks: list[bool] | None = None) -> list[list[int]]:
@@ -90,9 +82,18 @@ def _compact_video(ds: Dataset, key: str, new: Path, rows: list[EpisodeRow], lim
 def _write_meta(ds: Dataset, new: Path, rows: list[EpisodeRow], target_size_mb: float, checksums: dict) -> None:
     info = json.loads(json.dumps(ds.info))
     info["data_files_size_in_mb"] = info["video_files_size_in_mb"] = (
-        int(target_size_mb) if float(target_size_mb).is_integer() else target_size_mb)
-    write_meta(new, [(EPISODES_FILE, episodes_bytes(rows)), (TASKS_PATH, (ds.root / TASKS_PATH).read_bytes()),
-                     (STATS_PATH, (ds.root / STATS_PATH).read_bytes()), (INFO_PATH, st.json_bytes(info))], checksums)
+        int(target_size_mb) if float(target_size_mb).is_integer() else target_size_mb
+    )
+    write_meta(
+        new,
+        [
+            (EPISODES_FILE, episodes_bytes(rows)),
+            (TASKS_PATH, (ds.root / TASKS_PATH).read_bytes()),
+            (STATS_PATH, (ds.root / STATS_PATH).read_bytes()),
+            (INFO_PATH, st.json_bytes(info)),
+        ],
+        checksums,
+    )
 
 
 def _copy_extras(root: Path, new: Path) -> None:

@@ -16,14 +16,22 @@ from pathlib import Path
 from .schema import DATA_PATH, VIDEO_PATH, DatasetFormatError
 
 CLIP_FIELDS = ("chunk_index", "file_index", "from_timestamp", "to_timestamp")
-_BASE = ("episode_index", "tasks", "length", "data/chunk_index", "data/file_index", "dataset_from_index",
-         "dataset_to_index")
+_BASE = (
+    "episode_index",
+    "tasks",
+    "length",
+    "data/chunk_index",
+    "data/file_index",
+    "dataset_from_index",
+    "dataset_to_index",
+)
 _META = ("meta/episodes/chunk_index", "meta/episodes/file_index")
 
 
 @dataclass(frozen=True, order=True)
 class Location:
     """Where a file sits in the chunked layout: ``chunk-{chunk:03d}/file-{file:03d}``."""
+
     chunk: int = 0
     file: int = 0
 
@@ -39,6 +47,7 @@ class Location:
 @dataclass(frozen=True)
 class VideoClip:
     """An episode's frames inside one camera's MP4: [from_timestamp, to_timestamp) seconds."""
+
     location: Location
     from_timestamp: float
     to_timestamp: float
@@ -52,6 +61,7 @@ class EpisodeRow:
     ``extra``: columns another writer added, kept as read. ``row["data/file_index"]`` reads any
     stored column by name, as the plain dicts this type replaced did.
     """
+
     episode_index: int
     tasks: list[str]
     length: int
@@ -78,12 +88,22 @@ class EpisodeRow:
 
     def columns(self) -> dict:
         """The row as the episodes table stores it (column name -> value), in lerobot's order."""
-        out = {"episode_index": self.episode_index, "tasks": list(self.tasks), "length": self.length,
-               "data/chunk_index": self.data.chunk, "data/file_index": self.data.file,
-               "dataset_from_index": self.dataset_from_index, "dataset_to_index": self.dataset_to_index}
+        out = {
+            "episode_index": self.episode_index,
+            "tasks": list(self.tasks),
+            "length": self.length,
+            "data/chunk_index": self.data.chunk,
+            "data/file_index": self.data.file,
+            "dataset_from_index": self.dataset_from_index,
+            "dataset_to_index": self.dataset_to_index,
+        }
         for key, clip in self.videos.items():
-            out.update(zip((f"videos/{key}/{c}" for c in CLIP_FIELDS), (clip.location.chunk, clip.location.file,
-                                                                  clip.from_timestamp, clip.to_timestamp)))
+            out.update(
+                zip(
+                    (f"videos/{key}/{c}" for c in CLIP_FIELDS),
+                    (clip.location.chunk, clip.location.file, clip.from_timestamp, clip.to_timestamp),
+                )
+            )
         out.update({f"stats/{key}/{s}": v for key, d in self.stats.items() for s, v in d.items()})
         out.update({_META[0]: self.meta.chunk, _META[1]: self.meta.file, **self.extra})
         return out
@@ -105,11 +125,23 @@ class EpisodeRow:
                 _, key, stat = c.split("/")
                 stats.setdefault(key, {})[stat] = cols[c]
         known = {*_BASE, *_META, *clip_columns} | {f"stats/{k}/{s}" for k, d in stats.items() for s in d}
-        videos = {k: VideoClip(Location(int(cols[f"videos/{k}/chunk_index"]), int(cols[f"videos/{k}/file_index"])),
-                               float(cols[f"videos/{k}/from_timestamp"]), float(cols[f"videos/{k}/to_timestamp"]))
-                  for k in keys}
-        return cls(int(cols["episode_index"]), list(cols["tasks"]), int(cols["length"]),
-                   Location(int(cols["data/chunk_index"]), int(cols["data/file_index"])),
-                   int(cols["dataset_from_index"]), int(cols["dataset_to_index"]), videos, stats,
-                   Location(int(cols[_META[0]]), int(cols[_META[1]])),
-                   {c: v for c, v in cols.items() if c not in known})
+        videos = {
+            k: VideoClip(
+                Location(int(cols[f"videos/{k}/chunk_index"]), int(cols[f"videos/{k}/file_index"])),
+                float(cols[f"videos/{k}/from_timestamp"]),
+                float(cols[f"videos/{k}/to_timestamp"]),
+            )
+            for k in keys
+        }
+        return cls(
+            int(cols["episode_index"]),
+            list(cols["tasks"]),
+            int(cols["length"]),
+            Location(int(cols["data/chunk_index"]), int(cols["data/file_index"])),
+            int(cols["dataset_from_index"]),
+            int(cols["dataset_to_index"]),
+            videos,
+            stats,
+            Location(int(cols[_META[0]]), int(cols[_META[1]])),
+            {c: v for c, v in cols.items() if c not in known},
+        )

@@ -92,7 +92,29 @@ from .schema import (
 )
 from .writer import DatasetWriter
 
-__all__ = ["CHECKSUMS_PATH", "CHUNK_FILE", "CODEBASE_VERSION", "DATA_PATH", "DEFAULT_DATA_FILE_SIZE_IN_MB",
-           "DEFAULT_FEATURES", "DEFAULT_VIDEO_FILE_SIZE_IN_MB", "EMBODY_SCHEMA_VERSION", "EPISODES_PATH", "INFO_PATH",
-           "MIGRATIONS", "STATS_PATH", "TASKS_PATH", "VIDEO_PATH", "Dataset", "DatasetFormatError", "DatasetWriter",
-           "EpisodeRow", "Location", "VideoClip", "compact", "feature", "load", "validate"]
+__all__ = [
+    "CHECKSUMS_PATH",
+    "CHUNK_FILE",
+    "CODEBASE_VERSION",
+    "DATA_PATH",
+    "DEFAULT_DATA_FILE_SIZE_IN_MB",
+    "DEFAULT_FEATURES",
+    "DEFAULT_VIDEO_FILE_SIZE_IN_MB",
+    "EMBODY_SCHEMA_VERSION",
+    "EPISODES_PATH",
+    "INFO_PATH",
+    "MIGRATIONS",
+    "STATS_PATH",
+    "TASKS_PATH",
+    "VIDEO_PATH",
+    "Dataset",
+    "DatasetFormatError",
+    "DatasetWriter",
+    "EpisodeRow",
+    "Location",
+    "VideoClip",
+    "compact",
+    "feature",
+    "load",
+    "validate",
+]

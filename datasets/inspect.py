@@ -10,10 +10,17 @@ import numpy as np
 def info(ds) -> dict:
     """A short description: episodes, frames, fps, robot, tasks, features, embody's recording metadata."""
     meta = ds.info.get("embody", {}).get("recording", {})
-    return {"root": str(ds.root), "codebase_version": ds.info.get("codebase_version"), "robot_type": ds.info.get("robot_type"),
-            "episodes": ds.num_episodes, "frames": ds.num_frames, "fps": ds.fps, "tasks": list(ds.tasks),
-            "features": {k: f"{v['dtype']} {tuple(v['shape'])}" for k, v in ds.features.items()},
-            "recorded": {k: meta[k] for k in ("task", "sim", "controller", "seed") if k in meta}}
+    return {
+        "root": str(ds.root),
+        "codebase_version": ds.info.get("codebase_version"),
+        "robot_type": ds.info.get("robot_type"),
+        "episodes": ds.num_episodes,
+        "frames": ds.num_frames,
+        "fps": ds.fps,
+        "tasks": list(ds.tasks),
+        "features": {k: f"{v['dtype']} {tuple(v['shape'])}" for k, v in ds.features.items()},
+        "recorded": {k: meta[k] for k in ("task", "sim", "controller", "seed") if k in meta},
+    }
 
 
 def stats(ds) -> dict:
@@ -23,8 +30,12 @@ def stats(ds) -> dict:
         if f["dtype"] in ("video", "image", "string"):
             continue
         x = np.asarray(ds.column(key), dtype=np.float64).reshape(ds.num_frames, -1)
-        out[key] = {"min": x.min(0).tolist(), "max": x.max(0).tolist(), "mean": x.mean(0).tolist(),
-                    "std": x.std(0).tolist()}
+        out[key] = {
+            "min": x.min(0).tolist(),
+            "max": x.max(0).tolist(),
+            "mean": x.mean(0).tolist(),
+            "std": x.std(0).tolist(),
+        }
     return out
 
 

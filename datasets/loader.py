@@ -21,9 +21,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, default_collate
 from torch.utils.data import Dataset as TorchDataset
-from torch.utils.data import default_collate
 
 from .format import Dataset, load
 
@@ -54,8 +53,13 @@ class EpisodeDataset(TorchDataset):
     ``video``: decode the video keys (False: state-only, fast).
     """
 
-    def __init__(self, root_or_dataset: str | Path | Dataset, delta_timestamps: dict[str, list[float]] | None = None,
-                 video: bool = True, tolerance_s: float = 1e-4):
+    def __init__(
+        self,
+        root_or_dataset: str | Path | Dataset,
+        delta_timestamps: dict[str, list[float]] | None = None,
+        video: bool = True,
+        tolerance_s: float = 1e-4,
+    ):
         ds = root_or_dataset if isinstance(root_or_dataset, Dataset) else load(root_or_dataset)
         self.dataset, self.fps = ds, ds.fps
         self.video_keys = list(ds.video_keys) if video else []
@@ -76,8 +80,10 @@ class EpisodeDataset(TorchDataset):
             off = np.abs(steps - np.round(steps)) / self.fps
             if np.any(off > tolerance_s):
                 bad = [d for d, o in zip(deltas, off) if o > tolerance_s]
-                raise ValueError(f"delta_timestamps[{key!r}] values {bad} are not multiples of 1/{self.fps} s "
-                                 f"(tolerance {tolerance_s} s)")
+                raise ValueError(
+                    f"delta_timestamps[{key!r}] values {bad} are not multiples of 1/{self.fps} s "
+                    f"(tolerance {tolerance_s} s)"
+                )
             self.delta_indices[key] = np.round(steps).astype(np.int64)
 
     def __len__(self) -> int:

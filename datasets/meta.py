@@ -34,6 +34,7 @@ from .schema import (
 @dataclass(frozen=True)
 class Layout:
     """info.json's sizes and recording facts that stay fixed while episodes are appended."""
+
     fps: int
     robot_type: str | None
     chunks_size: int
@@ -60,8 +61,12 @@ def info_json(layout: Layout, features: dict, total_episodes: int, total_frames:
         "data_path": DATA_PATH,
         "video_path": VIDEO_PATH if has_video else None,
         "features": {k: {**ft, "shape": list(ft["shape"])} for k, ft in features.items()},
-        "embody": {"schema_version": EMBODY_SCHEMA_VERSION, "checksums": CHECKSUMS_PATH,
-                   "keyframe_interval": layout.keyframe_interval, "recording": layout.recording or {}},
+        "embody": {
+            "schema_version": EMBODY_SCHEMA_VERSION,
+            "checksums": CHECKSUMS_PATH,
+            "keyframe_interval": layout.keyframe_interval,
+            "recording": layout.recording or {},
+        },
     }
 
 
@@ -69,17 +74,29 @@ def tasks_table(tasks: list[str]):
     """meta/tasks.parquet as pandas would write ``DataFrame({"task_index"}, index=Index(tasks, name="task"))``."""
     pa = require("pyarrow", "datasets")
 
-    table = pa.table({"task_index": pa.array(np.arange(len(tasks), dtype=np.int64)),
-                      "task": pa.array(tasks, type=pa.string())})
+    table = pa.table(
+        {"task_index": pa.array(np.arange(len(tasks), dtype=np.int64)), "task": pa.array(tasks, type=pa.string())}
+    )
     pandas_meta = {
         "index_columns": ["task"],
-        "column_indexes": [{"name": None, "field_name": None, "pandas_type": "unicode", "numpy_type": "object",
-                            "metadata": {"encoding": "UTF-8"}}],
+        "column_indexes": [
+            {
+                "name": None,
+                "field_name": None,
+                "pandas_type": "unicode",
+                "numpy_type": "object",
+                "metadata": {"encoding": "UTF-8"},
+            }
+        ],
         "columns": [
-            {"name": "task_index", "field_name": "task_index", "pandas_type": "int64", "numpy_type": "int64",
-             "metadata": None},
-            {"name": "task", "field_name": "task", "pandas_type": "unicode", "numpy_type": "object",
-             "metadata": None},
+            {
+                "name": "task_index",
+                "field_name": "task_index",
+                "pandas_type": "int64",
+                "numpy_type": "int64",
+                "metadata": None,
+            },
+            {"name": "task", "field_name": "task", "pandas_type": "unicode", "numpy_type": "object", "metadata": None},
         ],
         "creator": {"library": "pyarrow", "version": pa.__version__},
         "pandas_version": "2.2.3",
@@ -100,11 +117,13 @@ def write_meta(folder: Path, files: list[tuple[str, bytes]], checksums: dict[str
     for rel, data in files:
         st.write_atomic(folder / rel, data)
         checksums[rel] = st.sha256_file(folder / rel)
-    st.write_atomic(folder / CHECKSUMS_PATH, st.json_bytes({"algorithm": "sha256",
-                                                            "files": dict(sorted(checksums.items()))}))
+    st.write_atomic(
+        folder / CHECKSUMS_PATH, st.json_bytes({"algorithm": "sha256", "files": dict(sorted(checksums.items()))})
+    )
 
 
 # -- reading ------------------------------------------------------------------------------------
+
 
 def read_json(path: Path):
     if not path.is_file():
@@ -151,6 +170,7 @@ def read_episode_rows(root: Path) -> list[EpisodeRow]:
 
 # -- versions, migrations, checksums ------------------------------------------------------------
 
+
 def _migrate_v0_to_v1(root: Path, info: dict, checksums: dict | None) -> tuple[dict, dict]:
     """v0 kept the file checksums inside info.json (``embody.checksums`` was a dict); v1 keeps them in
     meta/embody_checksums.json and names that file in ``embody.checksums``."""
@@ -172,18 +192,26 @@ def check_versions(root: Path, info: dict) -> int | None:
     """Refuse unknown layouts; return the embody schema version (None: a plain LeRobot dataset)."""
     version = info.get("codebase_version")
     if version != CODEBASE_VERSION:
-        hint = (" (LeRobot v2.x: convert it with lerobot's convert_dataset_v21_to_v30 first)"
-                if isinstance(version, str) and version.startswith("v2") else "")
-        raise DatasetFormatError(root / INFO_PATH, f"codebase_version {version!r} is not supported; "
-                                                   f"this reader handles {CODEBASE_VERSION!r}{hint}")
+        hint = (
+            " (LeRobot v2.x: convert it with lerobot's convert_dataset_v21_to_v30 first)"
+            if isinstance(version, str) and version.startswith("v2")
+            else ""
+        )
+        raise DatasetFormatError(
+            root / INFO_PATH,
+            f"codebase_version {version!r} is not supported; this reader handles {CODEBASE_VERSION!r}{hint}",
+        )
     if "embody" not in info:
         return None
     schema = info["embody"].get("schema_version") if isinstance(info["embody"], dict) else None
     if not isinstance(schema, int):
         raise DatasetFormatError(root / INFO_PATH, f"embody.schema_version {schema!r} is not an integer")
     if schema > EMBODY_SCHEMA_VERSION:
-        raise DatasetFormatError(root / INFO_PATH, f"written by a newer embody (schema {schema}; this embody reads "
-                                                   f"up to {EMBODY_SCHEMA_VERSION}): upgrade embody to read it")
+        raise DatasetFormatError(
+            root / INFO_PATH,
+            f"written by a newer embody (schema {schema}; this embody reads "
+            f"up to {EMBODY_SCHEMA_VERSION}): upgrade embody to read it",
+        )
     return schema
 
 
@@ -191,6 +219,7 @@ def check_versions(root: Path, info: dict) -> int | None:
 class Meta:
     """info.json migrated to the current embody schema, and the files' sha256 table (relative path
     -> hex digest; None for a plain LeRobot dataset, which has none and is not verified)."""
+
     info: dict
     checksums: dict[str, str] | None
 

@@ -62,6 +62,7 @@ def minari_root() -> Path:
 
 # -- spaces -------------------------------------------------------------------------------------
 
+
 def _box_space(dtype: np.dtype, shape: tuple) -> str:
     """A serialised unbounded gymnasium Box, as minari's ``serialize_space`` writes it."""
     if np.issubdtype(dtype, np.floating):
@@ -86,13 +87,19 @@ def _space_feature(serialized: str | dict, what: str, path: Path) -> dict:
     except (TypeError, ValueError, KeyError) as e:
         raise DatasetFormatError(path, f"{what} is not a serialised gymnasium space ({e!r})") from None
     if kind not in _ARRAY_SPACES:
-        raise DatasetFormatError(path, f"{what} is a {kind} space: import_minari supports {', '.join(_ARRAY_SPACES)} "
-                                       "(flatten nested observations first, e.g. gymnasium's FlattenObservation)")
+        raise DatasetFormatError(
+            path,
+            f"{what} is a {kind} space: import_minari supports {', '.join(_ARRAY_SPACES)} "
+            "(flatten nested observations first, e.g. gymnasium's FlattenObservation)",
+        )
     if kind == "Box":
         shape, dtype = tuple(space["shape"]), str(space["dtype"])
         if dtype == "uint8" and len(shape) in (2, 3) and min(shape[:2]) >= 32:
-            raise DatasetFormatError(path, f"{what} is an image Box {shape}: image observations are not supported "
-                                           "(Minari stores them JPEG-encoded)")
+            raise DatasetFormatError(
+                path,
+                f"{what} is an image Box {shape}: image observations are not supported "
+                "(Minari stores them JPEG-encoded)",
+            )
         return feature(dtype, shape)
     if kind == "Discrete":
         return feature("int64", (1,))
@@ -103,6 +110,7 @@ def _space_feature(serialized: str | dict, what: str, path: Path) -> dict:
 
 
 # -- export -------------------------------------------------------------------------------------
+
 
 def _observation_key(ds: Dataset) -> str:
     for key in OBSERVATION_KEYS:
@@ -136,8 +144,13 @@ def end_flags(done: np.ndarray, time_limit: int, terminated: np.ndarray | None =
     return term, trunc
 
 
-def export_minari(ds: Dataset | str | Path, out_dir: str | Path | None = None, dataset_id: str | None = None,
-                  time_limit: int | None = None, description: str | None = None) -> Path:
+def export_minari(
+    ds: Dataset | str | Path,
+    out_dir: str | Path | None = None,
+    dataset_id: str | None = None,
+    time_limit: int | None = None,
+    description: str | None = None,
+) -> Path:
     """Write dataset ``ds`` as a Minari HDF5 dataset; returns its ``data/`` directory.
 
     ``out_dir`` is the Minari dataset directory (``data/`` is created in it); default
@@ -162,8 +175,11 @@ def export_minari(ds: Dataset | str | Path, out_dir: str | Path | None = None, d
     # column() gives shape-(1,) features as (N,): back to (N, 1), as declared
     obs = ds.column(obs_key).reshape(ds.num_frames, *ds.features[obs_key]["shape"])
     act = ds.column("action").reshape(ds.num_frames, *ds.features["action"]["shape"])
-    rew = ds.column("next.reward").reshape(-1).astype(np.float64) if "next.reward" in ds.features else \
-        np.zeros(ds.num_frames)
+    rew = (
+        ds.column("next.reward").reshape(-1).astype(np.float64)
+        if "next.reward" in ds.features
+        else np.zeros(ds.num_frames)
+    )
     done = ds.column("next.done").reshape(-1) if "next.done" in ds.features else np.zeros(ds.num_frames, bool)
     terminated = ds.column("next.terminated").reshape(-1) if "next.terminated" in ds.features else None
     starts, ends = ds.episode_bounds
@@ -176,8 +192,12 @@ def export_minari(ds: Dataset | str | Path, out_dir: str | Path | None = None, d
             g = f.create_group(f"episode_{i}")
             g.attrs["id"], g.attrs["total_steps"] = i, b - a
             # o_0..o_{N-1} are the frames' observations; o_N repeats o_{N-1} (no frame holds it)
-            g.create_dataset("observations", data=np.concatenate([obs[a:b], obs[b - 1:b]]), chunks=True,
-                             maxshape=(None, *obs.shape[1:]))
+            g.create_dataset(
+                "observations",
+                data=np.concatenate([obs[a:b], obs[b - 1 : b]]),
+                chunks=True,
+                maxshape=(None, *obs.shape[1:]),
+            )
             g.create_dataset("actions", data=act[a:b], chunks=True, maxshape=(None, *act.shape[1:]))
             g.create_dataset("rewards", data=rew[a:b], chunks=True, maxshape=(None,))
             term, trunc = end_flags(done[a:b], time_limit, None if terminated is None else terminated[a:b])
@@ -186,12 +206,15 @@ def export_minari(ds: Dataset | str | Path, out_dir: str | Path | None = None, d
             g.create_group("infos")  # minari reads a present-but-empty infos group as {}
     os.replace(tmp, data_dir / MAIN_FILE)
     metadata = {
-        "total_episodes": ds.num_episodes, "total_steps": ds.num_frames, "data_format": "hdf5",
+        "total_episodes": ds.num_episodes,
+        "total_steps": ds.num_frames,
+        "data_format": "hdf5",
         "jpeg_encoding": False,
-        "observation_space": _box_space(obs.dtype, obs.shape[1:]), "action_space": _box_space(act.dtype, act.shape[1:]),
+        "observation_space": _box_space(obs.dtype, obs.shape[1:]),
+        "action_space": _box_space(act.dtype, act.shape[1:]),
         "dataset_id": dataset_id,
-        "description": description or f"Exported by embody from {ds.root} ({obs_key}, fps {ds.fps}, "
-                                      f"robot {ds.info.get('robot_type')}).",
+        "description": description
+        or f"Exported by embody from {ds.root} ({obs_key}, fps {ds.fps}, robot {ds.info.get('robot_type')}).",
         "minari_version": LAYOUT_VERSION,
         "dataset_size": round(sum(p.stat().st_size for p in data_dir.iterdir()) / 1e6, 1),  # MB, as minari's
     }
@@ -202,6 +225,7 @@ def export_minari(ds: Dataset | str | Path, out_dir: str | Path | None = None, d
 
 
 # -- import -------------------------------------------------------------------------------------
+
 
 def _data_dir(path: Path) -> Path:
     """The directory holding metadata.json: given it, its parent dataset dir, or main_data.hdf5."""
@@ -225,8 +249,9 @@ def _read_metadata(data_dir: Path) -> dict:
         raise DatasetFormatError(path, "not a JSON object")
     for key in ("observation_space", "action_space"):
         if key not in meta:
-            raise DatasetFormatError(path, f"no {key!r}: datasets whose spaces come only from env_spec are not "
-                                           "supported")
+            raise DatasetFormatError(
+                path, f"no {key!r}: datasets whose spaces come only from env_spec are not supported"
+            )
     return meta
 
 
@@ -249,8 +274,11 @@ def _hdf5_episodes(data_dir: Path, total: int):
             for key in ("observations", "actions", "rewards", "terminations", "truncations"):
                 d = g.get(key)
                 if not isinstance(d, h5py.Dataset):
-                    raise DatasetFormatError(path, f"episode_{i}/{key} is {'missing' if d is None else 'a group'}: "
-                                                   "only array-valued spaces are supported")
+                    raise DatasetFormatError(
+                        path,
+                        f"episode_{i}/{key} is {'missing' if d is None else 'a group'}: "
+                        "only array-valued spaces are supported",
+                    )
                 arrays.append(d[()])
             yield tuple(arrays)
 
@@ -260,15 +288,22 @@ def _minari_episodes(data_dir: Path):
     try:
         from minari.dataset.minari_storage import MinariStorage
     except ImportError:
-        raise ImportError(f'{data_dir}: reading non-HDF5 Minari storage needs minari: pip install "embody[minari]"') \
-            from None
+        raise ImportError(
+            f'{data_dir}: reading non-HDF5 Minari storage needs minari: pip install "embody[minari]"'
+        ) from None
     storage = MinariStorage.read(data_dir)
     for ep in storage.get_episodes(range(storage.total_episodes)):
         yield tuple(ep[k] for k in ("observations", "actions", "rewards", "terminations", "truncations"))
 
 
-def import_minari(path: str | Path, out_root: str | Path, fps: int, robot_type: str | None = None,
-                  task: str | None = None, observation_key: str = "observation.state") -> Dataset:
+def import_minari(
+    path: str | Path,
+    out_root: str | Path,
+    fps: int,
+    robot_type: str | None = None,
+    task: str | None = None,
+    observation_key: str = "observation.state",
+) -> Dataset:
     """Convert a Minari dataset into an embody dataset at ``out_root``; returns it loaded.
 
     ``path``: the Minari dataset directory, its ``data/`` directory or its main_data.hdf5.
@@ -293,22 +328,38 @@ def import_minari(path: str | Path, out_root: str | Path, fps: int, robot_type: 
         except (KeyError, TypeError, ValueError):
             robot_type = "unknown"
     task = task or str(meta.get("dataset_id") or "minari")
-    features = {observation_key: obs_ft, "action": act_ft, "next.reward": feature("float32", (1,)),
-                "next.done": feature("bool", (1,)), "next.terminated": feature("bool", (1,))}
+    features = {
+        observation_key: obs_ft,
+        "action": act_ft,
+        "next.reward": feature("float32", (1,)),
+        "next.done": feature("bool", (1,)),
+        "next.terminated": feature("bool", (1,)),
+    }
     with DatasetWriter(out_root, fps=fps, features=features, robot_type=robot_type) as writer:
         for i, (obs, act, rew, term, trunc) in enumerate(episodes):
             n = len(rew)
             if n == 0:
                 continue  # nothing to write; an embody episode has at least one frame
             if len(obs) not in (n, n + 1) or len(act) != n or len(term) != n or len(trunc) != n:
-                raise DatasetFormatError(data_dir / MAIN_FILE, f"episode_{i}: {len(obs)} observations, {len(act)} "
-                                         f"actions, {n} rewards do not line up (expected N+1, N, N)")
+                raise DatasetFormatError(
+                    data_dir / MAIN_FILE,
+                    f"episode_{i}: {len(obs)} observations, {len(act)} "
+                    f"actions, {n} rewards do not line up (expected N+1, N, N)",
+                )
             obs = np.asarray(obs).reshape(len(obs), *obs_ft["shape"])
             act = np.asarray(act).reshape(n, *act_ft["shape"])
             term, trunc = np.asarray(term, dtype=bool), np.asarray(trunc, dtype=bool)
             done = term | trunc
             for t in range(n):
-                writer.add_frame({observation_key: obs[t], "action": act[t], "next.reward": np.float32(rew[t]),
-                                  "next.done": done[t], "next.terminated": term[t]}, task=task)
+                writer.add_frame(
+                    {
+                        observation_key: obs[t],
+                        "action": act[t],
+                        "next.reward": np.float32(rew[t]),
+                        "next.done": done[t],
+                        "next.terminated": term[t],
+                    },
+                    task=task,
+                )
             writer.save_episode()
     return load(out_root)

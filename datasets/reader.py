@@ -27,10 +27,24 @@ class Dataset:
     ``num_episodes``, ``num_frames``, ``video_keys``.
     """
 
-    def __init__(self, root: Path, info: dict, features: dict, tasks: list[str], rows: list[EpisodeRow], table,
-                 stats: dict | None):
+    def __init__(
+        self,
+        root: Path,
+        info: dict,
+        features: dict,
+        tasks: list[str],
+        rows: list[EpisodeRow],
+        table,
+        stats: dict | None,
+    ):
         self.root, self.info, self.features, self.tasks, self.episodes, self.stats = (
-            root, info, features, tasks, rows, stats)
+            root,
+            info,
+            features,
+            tasks,
+            rows,
+            stats,
+        )
         self.fps = int(info["fps"])
         self.video_keys = video_keys(features)
         self.num_episodes = len(rows)
@@ -42,8 +56,10 @@ class Dataset:
         self._containers: dict = {}
 
     def __repr__(self) -> str:
-        return (f"Dataset({str(self.root)!r}, episodes={self.num_episodes}, frames={self.num_frames}, "
-                f"fps={self.fps}, features={list(self.features)})")
+        return (
+            f"Dataset({str(self.root)!r}, episodes={self.num_episodes}, frames={self.num_frames}, "
+            f"fps={self.fps}, features={list(self.features)})"
+        )
 
     @property
     def table(self):

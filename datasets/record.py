@@ -91,8 +91,10 @@ def features(env, calls: SimCalls, video: bool) -> dict:
         "embody.sim_state": ("float64", (env.sim.get_state().shape[1],), None),
         "embody.physics": ("float64", (3,), ["friction_scale", "added_base_mass", "mass_scale"]),
         "embody.push": ("float64", (3,), ["vx", "vy", "vz"]),  # base velocity kick before the step
-        **{f"embody.fixture.{body}": ("float64", (7,), ["x", "y", "z", "qw", "qx", "qy", "qz"])
-           for body in calls.fixtures},
+        **{
+            f"embody.fixture.{body}": ("float64", (7,), ["x", "y", "z", "qw", "qx", "qy", "qz"])
+            for body in calls.fixtures
+        },
     }
     if video:
         c = env.task.config.sim
@@ -146,12 +148,22 @@ def record(cfg: RecordConfig) -> dict:
     env, act, train_cfg = build(cfg)
     calls = SimCalls(env.sim)
     obs, priv = env.reset()  # first: the fixtures the task moves are known after a reset
-    meta = {"task": cfg.task, "sim": cfg.sim, "controller": str(cfg.policy) if cfg.policy else "scripted-or-random",
-            "env_config": to_dict(train_cfg)["env"], "seed": cfg.seed}
+    meta = {
+        "task": cfg.task,
+        "sim": cfg.sim,
+        "controller": str(cfg.policy) if cfg.policy else "scripted-or-random",
+        "env_config": to_dict(train_cfg)["env"],
+        "seed": cfg.seed,
+    }
     declared = features(env, calls, cfg.video)
-    writer = DatasetWriter(cfg.out, fps=round(1.0 / env.sim.dt), features=declared,
-                           robot_type=env.task.robot.name, video_keys=(VIDEO_KEY,) if cfg.video else (),
-                           recording=meta)
+    writer = DatasetWriter(
+        cfg.out,
+        fps=round(1.0 / env.sim.dt),
+        features=declared,
+        robot_type=env.task.robot.name,
+        video_keys=(VIDEO_KEY,) if cfg.video else (),
+        recording=meta,
+    )
     buffers: list[list[dict]] = [[] for _ in range(env.n_envs)]
     saved, returns, progress = 0, [], Progress(cfg.episodes, label=f"record {cfg.task}", unit="episodes")
     with writer:
@@ -165,11 +177,20 @@ def record(cfg: RecordConfig) -> dict:
             target, push = calls.command, calls.push.copy()
             done = terminated | truncated
             for i in range(env.n_envs):
-                frame = {"observation.state": state.joint_pos[i], "action": action[i], "next.reward": reward[i:i + 1],
-                         "next.done": done[i:i + 1], "embody.observation": obs[i], "embody.privileged": priv[i],
-                         "embody.joint_vel": state.joint_vel[i], "embody.joint_target": target[i],
-                         "embody.sim_state": sim_state[i], "embody.physics": physics[i], "embody.push": push[i],
-                         **{f"embody.fixture.{b}": p[i] for b, p in fixtures.items()}}
+                frame = {
+                    "observation.state": state.joint_pos[i],
+                    "action": action[i],
+                    "next.reward": reward[i : i + 1],
+                    "next.done": done[i : i + 1],
+                    "embody.observation": obs[i],
+                    "embody.privileged": priv[i],
+                    "embody.joint_vel": state.joint_vel[i],
+                    "embody.joint_target": target[i],
+                    "embody.sim_state": sim_state[i],
+                    "embody.physics": physics[i],
+                    "embody.push": push[i],
+                    **{f"embody.fixture.{b}": p[i] for b, p in fixtures.items()},
+                }
                 if frames is not None:
                     frame[VIDEO_KEY] = frames[i]
                 buffers[i].append({k: v for k, v in frame.items() if k in declared})
@@ -185,5 +206,9 @@ def record(cfg: RecordConfig) -> dict:
             obs, priv = next_obs, info.privileged_obs
     progress.close()
     env.close()
-    return {"dataset": str(cfg.out), "episodes": saved, "return_mean": float(np.mean(returns)),
-            "frames": writer.num_frames}
+    return {
+        "dataset": str(cfg.out),
+        "episodes": saved,
+        "return_mean": float(np.mean(returns)),
+        "frames": writer.num_frames,
+    }

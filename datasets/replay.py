@@ -27,11 +27,15 @@ def rebuild_env(ds, sim: str):
 
     meta = ds.info.get("embody", {}).get("recording", {})
     if "task" not in meta:
-        raise DatasetFormatError(ds.root / "meta/info.json", "names no embody task (embody.recording): replay "
-                                 "needs a dataset written by `embody record`")
+        raise DatasetFormatError(
+            ds.root / "meta/info.json",
+            "names no embody task (embody.recording): replay needs a dataset written by `embody record`",
+        )
     if meta.get("sim", sim) != sim:  # embody.sim_state is in the recording simulator's own layout
-        raise DatasetFormatError(ds.root, f"was recorded on {meta['sim']!r}; its simulator states replay on "
-                                 f"{meta['sim']!r} only, not {sim!r}")
+        raise DatasetFormatError(
+            ds.root,
+            f"was recorded on {meta['sim']!r}; its simulator states replay on {meta['sim']!r} only, not {sim!r}",
+        )
     task_cls = TASKS.get(meta["task"])
     config = from_dict(task_cls.config_class, meta["env_config"], f"{ds.root}/meta/info.json: embody.env_config")
     return make_env(meta["task"], sim, n_envs=1, seed=meta.get("seed", 0), config=config)
@@ -50,7 +54,7 @@ def setup_episode(env, ep: dict) -> None:
     for key in (k for k in ep if k.startswith("embody.fixture.")):
         if "fixture_pose" in caps:
             pose = ep[key][:1]
-            env.sim.set_fixture_pose(key[len("embody.fixture."):], ids, pose[:, :3], pose[:, 3:])
+            env.sim.set_fixture_pose(key[len("embody.fixture.") :], ids, pose[:, :3], pose[:, 3:])
 
 
 def kinematic(ds, sim: str, video: Path | None = None) -> list[dict]:
@@ -93,8 +97,15 @@ def dynamic(ds, sim: str) -> list[dict]:
                 env.sim.push(np.array([0]), pushes[t][None])
             env.sim.step(target[None].astype(np.float64))
         drift = np.abs(q - ep["observation.state"])
-        rows.append({"episode": e, "frames": len(q), "joint_rmse": float(np.sqrt((drift ** 2).mean())),
-                     "joint_max_error": float(drift.max()), "final_joint_max_error": float(drift[-1].max())})
+        rows.append(
+            {
+                "episode": e,
+                "frames": len(q),
+                "joint_rmse": float(np.sqrt((drift**2).mean())),
+                "joint_max_error": float(drift.max()),
+                "final_joint_max_error": float(drift[-1].max()),
+            }
+        )
     env.close()
     return rows
 
@@ -114,6 +125,7 @@ def to_robot(ds, robot: str, target: str, domain: int = 0, episodes: list[int] |
     targets = np.concatenate([ds.episode(e)["embody.joint_target"] for e in chosen])
     # the H1-2 stays on the band: open-loop targets replayed on a free humanoid would make it fall
     with open_target(spec, target, domain, band=robot == "h1_2") as t:
+
         def step(tick: int, _t: float) -> bool:
             t.driver.send_command(JointCommand.pd_actuated(spec, targets[tick]))
             return tick + 1 < len(targets)

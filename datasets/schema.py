@@ -36,12 +36,25 @@ DEFAULT_FEATURES = {
     "index": {"dtype": "int64", "shape": (1,), "names": None},
     "task_index": {"dtype": "int64", "shape": (1,), "names": None},
 }
-NUMERIC = ("bool", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
-           "uint8", "uint16", "uint32", "uint64")
+NUMERIC = (
+    "bool",
+    "float16",
+    "float32",
+    "float64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+)
 
 
 class DatasetFormatError(ValueError):
     """A dataset file is missing, corrupt or not what the format says; the message names the file."""
+
     exit_code = exits.INPUT
 
     def __init__(self, path: str | Path, problem: str):
@@ -50,6 +63,7 @@ class DatasetFormatError(ValueError):
 
 
 # -- feature declarations -----------------------------------------------------------------------
+
 
 def feature(dtype: str, shape: tuple, names: list | None = None) -> dict:
     """A feature declaration: ``dtype`` a numpy dtype name or ``"video"``; ``shape`` per frame.
@@ -98,8 +112,9 @@ def normalize_features(features: dict, videos: tuple) -> dict:
         if key not in out:
             raise ValueError(f"video key {key!r} is not among the features")
         if out[key]["dtype"] != "video":
-            raise ValueError(f"video key {key!r} must be declared with dtype 'video' (or uint8), "
-                             f"got {out[key]['dtype']}")
+            raise ValueError(
+                f"video key {key!r} must be declared with dtype 'video' (or uint8), got {out[key]['dtype']}"
+            )
     return {**out, **{k: dict(v) for k, v in DEFAULT_FEATURES.items()}}
 
 
@@ -117,6 +132,7 @@ def comparable(features: dict) -> dict:
 
 
 # -- arrow types --------------------------------------------------------------------------------
+
 
 def arrow_type(ft: dict):
     """A scalar for shape (1,), else nested fixed-size lists, outermost = first dimension."""

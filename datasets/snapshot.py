@@ -65,8 +65,9 @@ def _data_files(root: Path, rows: list[EpisodeRow]) -> list[Location]:
     for r in rows:
         if not files or files[-1] != r.data:
             if r.data in files:
-                raise DatasetFormatError(root / EPISODES_FILE, f"episodes of data file "
-                                                               f"{(r.data.chunk, r.data.file)} are not contiguous")
+                raise DatasetFormatError(
+                    root / EPISODES_FILE, f"episodes of data file {(r.data.chunk, r.data.file)} are not contiguous"
+                )
             files.append(r.data)
     return files
 
@@ -99,7 +100,8 @@ def read_data_table(root: Path, features: dict, rows: list[EpisodeRow]):
     table = pa.concat_tables([_read_data_file(root / loc.path(DATA_PATH), schema) for loc in files])
     total = rows[-1].dataset_to_index
     if table.num_rows != total:
-        raise DatasetFormatError(root / files[-1].path(DATA_PATH),
-                                 f"data files hold {table.num_rows} frames, the episodes table says {total}")
+        raise DatasetFormatError(
+            root / files[-1].path(DATA_PATH),
+            f"data files hold {table.num_rows} frames, the episodes table says {total}",
+        )
     return table
-

@@ -18,9 +18,13 @@ def array_stats(x: np.ndarray) -> dict[str, np.ndarray]:
         x = x.astype(np.int64)
     keep = x.ndim == 1
     xf = x.astype(np.float64)
-    return {"min": np.min(x, axis=0, keepdims=keep), "max": np.max(x, axis=0, keepdims=keep),
-            "mean": np.mean(xf, axis=0, keepdims=keep), "std": np.std(xf, axis=0, keepdims=keep),
-            "count": np.array([len(x)])}
+    return {
+        "min": np.min(x, axis=0, keepdims=keep),
+        "max": np.max(x, axis=0, keepdims=keep),
+        "mean": np.mean(xf, axis=0, keepdims=keep),
+        "std": np.std(xf, axis=0, keepdims=keep),
+        "count": np.array([len(x)]),
+    }
 
 
 class ImageStats:
@@ -51,8 +55,7 @@ class ImageStats:
         mean = self.sum / self.pixels
         std = np.sqrt(np.maximum(self.sumsq / self.pixels - mean**2, 0.0))
         c = lambda v: (v / 255.0).reshape(3, 1, 1)  # noqa: E731
-        return {"min": c(self.min), "max": c(self.max), "mean": c(mean), "std": c(std),
-                "count": np.array([self.n])}
+        return {"min": c(self.min), "max": c(self.max), "mean": c(mean), "std": c(std), "count": np.array([self.n])}
 
 
 def aggregate(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -61,8 +64,13 @@ def aggregate(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> dict[str, n
     n = na + nb
     mean = (a["mean"] * na + b["mean"] * nb) / n
     var = ((a["std"] ** 2 + (a["mean"] - mean) ** 2) * na + (b["std"] ** 2 + (b["mean"] - mean) ** 2) * nb) / n
-    return {"min": np.minimum(a["min"], b["min"]), "max": np.maximum(a["max"], b["max"]), "mean": mean,
-            "std": np.sqrt(var), "count": np.array([int(n)])}
+    return {
+        "min": np.minimum(a["min"], b["min"]),
+        "max": np.maximum(a["max"], b["max"]),
+        "mean": mean,
+        "std": np.sqrt(var),
+        "count": np.array([int(n)]),
+    }
 
 
 def to_json(stats: dict) -> dict:

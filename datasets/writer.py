@@ -57,9 +57,17 @@ class DatasetWriter:
     every previously saved episode loadable (see ``_storage``).
     """
 
-    def __init__(self, root: str | Path, fps: int, features: dict, robot_type: str,
-                 video_keys: tuple = (), chunk_size: int = 1000, keyframe_interval: int = 2,
-                 recording: dict | None = None):
+    def __init__(
+        self,
+        root: str | Path,
+        fps: int,
+        features: dict,
+        robot_type: str,
+        video_keys: tuple = (),
+        chunk_size: int = 1000,
+        keyframe_interval: int = 2,
+        recording: dict | None = None,
+    ):
         if int(fps) != fps or fps <= 0:
             raise ValueError(f"fps must be a positive integer, got {fps}")
         if keyframe_interval < 1:
@@ -71,8 +79,9 @@ class DatasetWriter:
         self.recording = dict(recording or {})
         self.features = normalize_features(features, tuple(video_keys))
         self.video_keys = [k for k, ft in self.features.items() if ft["dtype"] == "video"]
-        self._frame_keys = [k for k, ft in self.features.items()
-                            if ft["dtype"] != "video" and k not in DEFAULT_FEATURES]
+        self._frame_keys = [
+            k for k, ft in self.features.items() if ft["dtype"] != "video" and k not in DEFAULT_FEATURES
+        ]
         self._closed = False
         self._stage: Path | None = None
         self._reset_buffer()
@@ -81,8 +90,9 @@ class DatasetWriter:
             self._open_existing(chunk_size)
         else:
             if self.root.exists() and any(p for p in self.root.iterdir() if not p.name.startswith(".")):
-                raise DatasetFormatError(self.root, "exists, is not empty and has no meta/info.json: "
-                                                    "refusing to write a dataset into it")
+                raise DatasetFormatError(
+                    self.root, "exists, is not empty and has no meta/info.json: refusing to write a dataset into it"
+                )
             self._create(chunk_size)
 
     # state ------------------------------------------------------------------------------------
@@ -104,21 +114,34 @@ class DatasetWriter:
         s = Snapshot(self.root)
         info = s.meta.info
         if not s.meta.ours:
-            raise DatasetFormatError(self.root / INFO_PATH, "a LeRobot dataset not written by embody: appending "
-                                                            "to it is not supported (no embody checksums)")
-        raise_first(checksum_problems(self.root, {rel: d for rel, d in s.meta.checksums.items()
-                                                  if rel.startswith("meta/")}))
-        if (comparable(s.features) != comparable(self.features) or info.get("fps") != self.fps
-                or info.get("robot_type") != self.robot_type):
             raise DatasetFormatError(
-                self.root, "holds a different dataset (features, fps or robot_type differ): refusing to overwrite "
+                self.root / INFO_PATH,
+                "a LeRobot dataset not written by embody: appending to it is not supported (no embody checksums)",
+            )
+        raise_first(
+            checksum_problems(self.root, {rel: d for rel, d in s.meta.checksums.items() if rel.startswith("meta/")})
+        )
+        if (
+            comparable(s.features) != comparable(self.features)
+            or info.get("fps") != self.fps
+            or info.get("robot_type") != self.robot_type
+        ):
+            raise DatasetFormatError(
+                self.root,
+                "holds a different dataset (features, fps or robot_type differ): refusing to overwrite "
                 f"it; existing fps={info.get('fps')} robot_type={info.get('robot_type')!r} "
-                f"features={sorted(s.features)}")
+                f"features={sorted(s.features)}",
+            )
         self.recording = self.recording or info["embody"].get("recording", {})
-        self._layout = Layout(self.fps, self.robot_type, int(info.get("chunks_size", chunk_size)),
-                              max(self.gop, int(info["embody"].get("keyframe_interval", self.gop))),
-                              info.get("data_files_size_in_mb", DEFAULT_DATA_FILE_SIZE_IN_MB),
-                              info.get("video_files_size_in_mb", DEFAULT_VIDEO_FILE_SIZE_IN_MB), self.recording)
+        self._layout = Layout(
+            self.fps,
+            self.robot_type,
+            int(info.get("chunks_size", chunk_size)),
+            max(self.gop, int(info["embody"].get("keyframe_interval", self.gop))),
+            info.get("data_files_size_in_mb", DEFAULT_DATA_FILE_SIZE_IN_MB),
+            info.get("video_files_size_in_mb", DEFAULT_VIDEO_FILE_SIZE_IN_MB),
+            self.recording,
+        )
         self._video_info = {k: s.features[k]["info"] for k in self.video_keys if s.features[k].get("info")}
         self._checksums = dict(s.meta.checksums)
         self._tasks, self._rows, self._stats = s.tasks, s.rows, s.stats or {}
@@ -133,8 +156,11 @@ class DatasetWriter:
 
     def _next_location(self, video_key: str | None = None) -> Location:
         """The file after the last one used for data (or for ``video_key``'s clips)."""
-        used = [r.data for r in self._rows] if video_key is None else \
-            [r.videos[video_key].location for r in self._rows if video_key in r.videos]
+        used = (
+            [r.data for r in self._rows]
+            if video_key is None
+            else [r.videos[video_key].location for r in self._rows if video_key in r.videos]
+        )
         return max(used).next(self._layout.chunks_size) if used else Location(0, 0)
 
     def _reset_buffer(self) -> None:
@@ -184,8 +210,9 @@ class DatasetWriter:
             self._stage = st.new_stage(self.root)
         for key in self.video_keys:
             if key not in self._videos:
-                self._videos[key] = _video.EpisodeVideoWriter(self._stage / "videos" / f"{key}.mp4", self.fps,
-                                                              gop=self.gop, crf=_video.CRF)
+                self._videos[key] = _video.EpisodeVideoWriter(
+                    self._stage / "videos" / f"{key}.mp4", self.fps, gop=self.gop, crf=_video.CRF
+                )
                 self._image_stats[key] = ImageStats()
             self._videos[key].write(frame[key])
             self._image_stats[key].add(frame[key])
@@ -257,12 +284,26 @@ class DatasetWriter:
         file_sums = {rel: st.sha256_file(stage / staged) for staged, rel in moves}
         stats = {k: array_stats(arrays[k]) for k in schema.names}
         stats.update({k: self._image_stats[k].result() for k in self.video_keys})
-        row = EpisodeRow(ep, list(dict.fromkeys(self._frame_tasks)), n, data, self.num_frames, self.num_frames + n,
-                         videos, stats_to_json({k: stats[k] for k in self.features}))
+        row = EpisodeRow(
+            ep,
+            list(dict.fromkeys(self._frame_tasks)),
+            n,
+            data,
+            self.num_frames,
+            self.num_frames + n,
+            videos,
+            stats_to_json({k: stats[k] for k in self.features}),
+        )
         return moves, row, new_tasks, file_sums
 
-    def _commit_meta(self, stage: Path, moves: list, row: EpisodeRow | None = None, new_tasks: list | None = None,
-                     file_sums: dict | None = None) -> None:
+    def _commit_meta(
+        self,
+        stage: Path,
+        moves: list,
+        row: EpisodeRow | None = None,
+        new_tasks: list | None = None,
+        file_sums: dict | None = None,
+    ) -> None:
         """Stage the rewritten meta files, commit, and adopt the new state (the caller applies the stage)."""
         tasks, rows = self._tasks + list(new_tasks or []), list(self._rows)
         stats, checksums = dict(self._stats), dict(self._checksums)
@@ -278,8 +319,11 @@ class DatasetWriter:
         info = info_json(self._layout, features, len(rows), rows[-1].dataset_to_index if rows else 0, len(tasks))
         meta: list[tuple[str, bytes]] = []
         if rows:
-            meta += [(TASKS_PATH, st.parquet_bytes(tasks_table(tasks))), (EPISODES_FILE, episodes_bytes(rows)),
-                     (STATS_PATH, st.json_bytes(stats_to_json(stats)))]
+            meta += [
+                (TASKS_PATH, st.parquet_bytes(tasks_table(tasks))),
+                (EPISODES_FILE, episodes_bytes(rows)),
+                (STATS_PATH, st.json_bytes(stats_to_json(stats))),
+            ]
         write_meta(stage, meta + [(INFO_PATH, st.json_bytes(info))], checksums)
         # meta last, info.json very last: a reader that ignores the journal sees old or new, rarely a mix
         st.commit(stage, list(moves) + [(rel, rel) for rel, _ in meta] + [(CHECKSUMS_PATH,) * 2, (INFO_PATH,) * 2])
@@ -291,8 +335,11 @@ class DatasetWriter:
         if self._closed:
             return
         if self._timestamps:
-            warnings.warn(f"DatasetWriter.close: discarding {len(self._timestamps)} unsaved frames "
-                          "(call save_episode to keep them)", stacklevel=2)
+            warnings.warn(
+                f"DatasetWriter.close: discarding {len(self._timestamps)} unsaved frames "
+                "(call save_episode to keep them)",
+                stacklevel=2,
+            )
         self.discard_episode()
         self._closed = True
 

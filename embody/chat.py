@@ -94,8 +94,9 @@ class ChatClient:
                 return response.read().decode("utf-8", errors="replace")
         except urllib.error.HTTPError as e:  # before URLError: it is one
             detail = e.read().decode("utf-8", errors="replace") if e.fp else ""
-            raise ChatError(f"LLM endpoint {self.url} answered HTTP {e.code} {e.reason}: "
-                            f"{one_line(detail) or '(empty body)'}") from None
+            raise ChatError(
+                f"LLM endpoint {self.url} answered HTTP {e.code} {e.reason}: {one_line(detail) or '(empty body)'}"
+            ) from None
         except urllib.error.URLError as e:
             raise self._network_error(e.reason) from e
         except ConnectionResetError:  # http.client.RemoteDisconnected too: retried once by chat()
@@ -122,8 +123,7 @@ class ChatClient:
         except (KeyError, IndexError, TypeError):
             content = None
         if not isinstance(content, str):
-            raise ChatError(f"LLM endpoint {self.url} answered without choices[0].message.content: "
-                            f"{one_line(text)}")
+            raise ChatError(f"LLM endpoint {self.url} answered without choices[0].message.content: {one_line(text)}")
         return content
 
 
@@ -135,9 +135,14 @@ Reply = tuple[int, bytes, float] | str  # (HTTP status, body, delay_s) or DROP
 
 def completion(content: str) -> bytes:
     """A ``chat.completion`` response body whose first choice holds ``content``."""
-    return json.dumps({"id": "x", "object": "chat.completion", "model": "loopback",
-                       "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                    "finish_reason": "stop"}]}).encode()
+    return json.dumps(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "model": "loopback",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        }
+    ).encode()
 
 
 def _parsed(body: bytes):

@@ -9,5 +9,16 @@ from embody.registry import UnknownName
 from embody.robots.motion import MotionError
 from embody.sims.base import ModelError, UnsupportedTask
 
-UserError = (ConfigError, MissingExtra, CheckpointError, UnknownName, ModelError, UnsupportedTask, MotionError,
-             FileNotFoundError, HardwareError, RobotConnectionError, DatasetFormatError)
+UserError = (
+    ConfigError,
+    MissingExtra,
+    CheckpointError,
+    UnknownName,
+    ModelError,
+    UnsupportedTask,
+    MotionError,
+    FileNotFoundError,
+    HardwareError,
+    RobotConnectionError,
+    DatasetFormatError,
+)

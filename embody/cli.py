@@ -42,9 +42,13 @@ def _list(args) -> int:
 
     print("robots:     ", ", ".join(ROBOTS.names()))
     installed = installed_simulators()
-    print("simulators: ", ", ".join(
-        f"{n} ({'installed' if n in installed else 'missing: pip install embody[' + SIMULATORS.extra(n) + ']'})"
-        for n in SIMULATORS.names()))
+    print(
+        "simulators: ",
+        ", ".join(
+            f"{n} ({'installed' if n in installed else 'missing: pip install embody[' + SIMULATORS.extra(n) + ']'})"
+            for n in SIMULATORS.names()
+        ),
+    )
     print("tasks:      ", ", ".join(TASKS.names()))
     print("policies:   ", ", ".join(POLICY_CLASSES.names()))
     print("studies:    ", ", ".join(f"{s.name} ({s.command})" for s in plugins.STUDIES.all()) or "none")
@@ -86,8 +90,16 @@ def _train(args) -> int:
     else:
         if not args.task:
             raise exits.CommandError("a TASK is required (see `embody list`)")
-        cfg = resolve_config(args.task, args.config, args.set, sim=args.sim, n_envs=args.envs,
-                             steps=args.steps, seed=args.seed, device=args.device)
+        cfg = resolve_config(
+            args.task,
+            args.config,
+            args.set,
+            sim=args.sim,
+            n_envs=args.envs,
+            steps=args.steps,
+            seed=args.seed,
+            device=args.device,
+        )
         out = Path(args.out or f"runs/{cfg.task}-{time.strftime('%Y%m%d-%H%M%S')}")
         if (out / "checkpoint").exists():
             raise exits.CommandError(f"{out} already holds a run; use --resume {out} or another --out")
@@ -200,15 +212,19 @@ def _deploy_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--domain", type=nonneg_int, default=0, help="DDS domain id (default: 0)")
     p.add_argument("--duration", type=positive_float, default=10.0, help="seconds of policy control (default: 10)")
     p.add_argument("--ramp", type=nonneg_float, default=2.0, help="seconds to ramp to the default pose (default: 2)")
-    p.add_argument("--command", type=floats, help="velocity command vx,vy,yaw_rate for velocity tasks "
-                   "(default: the task's)")
+    p.add_argument(
+        "--command", type=floats, help="velocity command vx,vy,yaw_rate for velocity tasks (default: the task's)"
+    )
     p.add_argument("--no-band", action="store_true", help="sim: start the robot standing, without the band")
     p.add_argument("--record", metavar="DIR", help="record what was sent and received into a dataset (one episode)")
     add_set(p, "the run's config")
 
 
-@command("deploy", "run a trained policy on a robot through the safety supervisor (exit 1: a fault damped it)",
-         _deploy_arguments)
+@command(
+    "deploy",
+    "run a trained policy on a robot through the safety supervisor (exit 1: a fault damped it)",
+    _deploy_arguments,
+)
 def _deploy(args) -> int:
     import logging
 
@@ -217,8 +233,15 @@ def _deploy(args) -> int:
     from embody.hardware.deploy import DeployConfig, deploy
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    cfg = DeployConfig(robot=args.robot, target=args.target, domain=args.domain, duration_s=args.duration,
-                       band=not args.no_band, ramp_s=args.ramp, record=Path(args.record) if args.record else None)
+    cfg = DeployConfig(
+        robot=args.robot,
+        target=args.target,
+        domain=args.domain,
+        duration_s=args.duration,
+        band=not args.no_band,
+        ramp_s=args.ramp,
+        record=Path(args.record) if args.record else None,
+    )
     commands = None if args.command is None else np.array(args.command)
     return _session_result("deploy", deploy(Path(args.run), cfg, args.set, commands))
 
@@ -228,8 +251,7 @@ def _session_result(name: str, summary: dict) -> int:
     (1: a fault ended it in damping, hardware/session.py)."""
     print(json.dumps(summary, indent=2))
     if summary["fault"] is not None:
-        print(f"embody {name}: fault in {summary['stage']}: {summary['fault']} (the robot was damped)",
-              file=sys.stderr)
+        print(f"embody {name}: fault in {summary['stage']}: {summary['fault']} (the robot was damped)", file=sys.stderr)
     return summary["exit_code"]
 
 
@@ -252,9 +274,17 @@ def _record_arguments(p: argparse.ArgumentParser) -> None:
 def _record(args) -> int:
     from embody.datasets.record import RecordConfig, record
 
-    cfg = RecordConfig(task=args.task, episodes=args.episodes, out=Path(args.out),
-                       policy=Path(args.policy) if args.policy else None, sim=args.sim, n_envs=args.envs,
-                       seed=args.seed, video=not args.no_video, overrides=args.set)
+    cfg = RecordConfig(
+        task=args.task,
+        episodes=args.episodes,
+        out=Path(args.out),
+        policy=Path(args.policy) if args.policy else None,
+        sim=args.sim,
+        n_envs=args.envs,
+        seed=args.seed,
+        video=not args.no_video,
+        overrides=args.set,
+    )
     print(json.dumps(record(cfg), indent=2))
     return exits.OK
 
@@ -269,8 +299,11 @@ def _replay_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--domain", type=nonneg_int, default=0)
 
 
-@command("replay", "replay a dataset in a simulator (kinematic or dynamic) or on a robot (exit 1: a fault damped it)",
-         _replay_arguments)
+@command(
+    "replay",
+    "replay a dataset in a simulator (kinematic or dynamic) or on a robot (exit 1: a fault damped it)",
+    _replay_arguments,
+)
 def _replay(args) -> int:
     from embody.datasets import replay
     from embody.datasets.format import load
@@ -401,9 +434,12 @@ def build_parser() -> argparse.ArgumentParser:
     for module in CORE_COMMAND_MODULES:
         importlib.import_module(module)
     plugins.load()
-    return build("embody", "embody: train in simulation, deploy to robots through the same code. Exit codes: "
-                 "0 done, 1 the outcome failed (deploy, replay --robot: a fault damped the robot; dataset validate), 2 bad input, 3 unsolvable (plan) or "
-                 "simulator unreachable (drive), 4 planner timeout, 5 planner not available.")
+    return build(
+        "embody",
+        "embody: train in simulation, deploy to robots through the same code. Exit codes: "
+        "0 done, 1 the outcome failed (deploy, replay --robot: a fault damped the robot; dataset validate), 2 bad input, 3 unsolvable (plan) or "
+        "simulator unreachable (drive), 4 planner timeout, 5 planner not available.",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 Arguments = Callable[[argparse.ArgumentParser], None]
 Run = Callable[[argparse.Namespace], int]
@@ -23,6 +23,7 @@ Run = Callable[[argparse.Namespace], int]
 @dataclass(frozen=True)
 class Command:
     """One registered subcommand or group (see the module docstring); ``run`` returns an exit code."""
+
     name: str  # "train" or "GROUP SUB"
     help: str
     arguments: Arguments | None = None
@@ -124,5 +125,10 @@ floats.checked = True
 
 def add_set(parser: argparse.ArgumentParser, what: str = "the config", example: str = "") -> None:
     """The ``--set KEY=VALUE`` flag (repeatable) every configurable command takes."""
-    parser.add_argument("--set", action="append", metavar="KEY=VALUE", default=[],
-                        help=f"override a value of {what}" + (f", e.g. {example}" if example else ""))
+    parser.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        default=[],
+        help=f"override a value of {what}" + (f", e.g. {example}" if example else ""),
+    )

@@ -10,8 +10,9 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 
@@ -20,6 +21,7 @@ from embody import exits
 
 class ConfigError(ValueError):
     """A config file or override that cannot be read or does not fit the config's fields (exit code 2)."""
+
     exit_code = exits.INPUT
 
 

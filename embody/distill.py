@@ -17,9 +17,10 @@ cat(observation, privileged observation).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -30,8 +31,7 @@ from embody.policies.distill import DAggerConfig, distill
 from embody.policies.evaluate import evaluate
 from embody.policies.recurrent import RecurrentActorCritic, RecurrentConfig
 from embody.progress import Progress
-from embody.runs import (MetricsLog, build_env, policy_spec, record_video, save_run_checkpoint, start_run,
-                         write_eval)
+from embody.runs import MetricsLog, build_env, policy_spec, record_video, save_run_checkpoint, start_run, write_eval
 from embody.sims.tasks import TASKS
 from embody.train import TrainConfig
 
@@ -43,15 +43,25 @@ def _peg_expert(config, name: str):
 
 
 # task -> (factory(task config, expert name), default teacher, default reference expert)
-EXPERTS: dict[str, tuple[Callable[[Any, str], Any], str, str]] = {
-    "peg-insert": (_peg_expert, "contact", "hole"),
-}
+EXPERTS: dict[str, tuple[Callable[[Any, str], Any], str, str]] = {"peg-insert": (_peg_expert, "contact", "hole")}
 
 SCALES = {  # what --scale picks; everything stays overridable with --set
-    "tiny": {"n_envs": 16, "dagger.iterations": 4, "dagger.steps_per_iteration": 150, "dagger.bc.epochs": 4,
-             "eval_episodes": 32, "video": False},
-    "paper": {"n_envs": 64, "dagger.iterations": 12, "dagger.steps_per_iteration": 150, "dagger.bc.epochs": 8,
-              "eval_episodes": 200, "video": True},
+    "tiny": {
+        "n_envs": 16,
+        "dagger.iterations": 4,
+        "dagger.steps_per_iteration": 150,
+        "dagger.bc.epochs": 4,
+        "eval_episodes": 32,
+        "video": False,
+    },
+    "paper": {
+        "n_envs": 64,
+        "dagger.iterations": 12,
+        "dagger.steps_per_iteration": 150,
+        "dagger.bc.epochs": 8,
+        "eval_episodes": 200,
+        "video": True,
+    },
 }
 
 
@@ -59,6 +69,7 @@ SCALES = {  # what --scale picks; everything stays overridable with --set
 class DistillConfig:
     """The teacher → student distillation run (``embody distill``): task, simulator, scale, teacher
     and reference experts, the recurrent student and the DAgger settings."""
+
     task: str = "peg-insert"
     sim: str = "mujoco"
     scale: str = "tiny"
@@ -70,11 +81,17 @@ class DistillConfig:
     video: bool = False
     torch_threads: int = 1
     env: dict[str, Any] = field(default_factory=dict)  # the task's config
-    student: RecurrentConfig = field(default_factory=lambda: RecurrentConfig(rnn_hidden=64, actor_hidden=[64],
-                                                                             critic_hidden=[32]))
-    dagger: DAggerConfig = field(default_factory=lambda: DAggerConfig(
-        iterations=4, steps_per_iteration=150, beta_decay=0.5,
-        bc=BCConfig(epochs=4, batch_size=512, lr=2e-3, seq_len=32, burn_in=8)))
+    student: RecurrentConfig = field(
+        default_factory=lambda: RecurrentConfig(rnn_hidden=64, actor_hidden=[64], critic_hidden=[32])
+    )
+    dagger: DAggerConfig = field(
+        default_factory=lambda: DAggerConfig(
+            iterations=4,
+            steps_per_iteration=150,
+            beta_decay=0.5,
+            bc=BCConfig(epochs=4, batch_size=512, lr=2e-3, seq_len=32, burn_in=8),
+        )
+    )
 
 
 def resolve_distill_config(task: str, scale: str = "tiny", overrides: list[str] = (), **flags) -> DistillConfig:
@@ -95,8 +112,16 @@ def resolve_distill_config(task: str, scale: str = "tiny", overrides: list[str] 
 
 def train_config(cfg: DistillConfig) -> TrainConfig:
     """The TrainConfig that rebuilds the student's env (what ``embody eval RUN`` reads)."""
-    return TrainConfig(task=cfg.task, sim=cfg.sim, n_envs=cfg.n_envs, steps=0, seed=cfg.seed,
-                       eval_episodes=cfg.eval_episodes, video=cfg.video, env=dict(cfg.env))
+    return TrainConfig(
+        task=cfg.task,
+        sim=cfg.sim,
+        n_envs=cfg.n_envs,
+        steps=0,
+        seed=cfg.seed,
+        eval_episodes=cfg.eval_episodes,
+        video=cfg.video,
+        env=dict(cfg.env),
+    )
 
 
 def evaluate_policy(env, policy, episodes: int, privileged: bool) -> dict:
@@ -135,21 +160,34 @@ def run_distill(cfg: DistillConfig, out: Path) -> dict:
         log.append(m)
         progress.update(m["iteration"], mse=m["action_mse"])
 
-    history = distill(env, teacher, student, replace(cfg.dagger, seed=cfg.seed), teacher_obs="privileged", progress_cb=on_iteration)
+    history = distill(
+        env, teacher, student, replace(cfg.dagger, seed=cfg.seed), teacher_obs="privileged", progress_cb=on_iteration
+    )
     progress.close()
-    meta = {"env_steps": history[-1]["env_steps"] if history else 0, "iteration": len(history),
-            "time_s": time.perf_counter() - start, "config": to_dict(tcfg), "distill": to_dict(cfg)}
+    meta = {
+        "env_steps": history[-1]["env_steps"] if history else 0,
+        "iteration": len(history),
+        "time_s": time.perf_counter() - start,
+        "config": to_dict(tcfg),
+        "distill": to_dict(cfg),
+    }
     save_run_checkpoint(out, student, policy_spec(env), meta)
     env.close()
 
     eval_env = build_env(tcfg, n_envs=min(16, cfg.eval_episodes), seed=12345, evaluation=True)
-    result = {"task": cfg.task, "sim": cfg.sim, "distill_time_s": meta["time_s"],
-              "student": evaluate_policy(eval_env, student, cfg.eval_episodes, privileged=False)}
+    result = {
+        "task": cfg.task,
+        "sim": cfg.sim,
+        "distill_time_s": meta["time_s"],
+        "student": evaluate_policy(eval_env, student, cfg.eval_episodes, privileged=False),
+    }
     for role, name in (("teacher", cfg.teacher), ("expert", cfg.reference)):
         if role == "teacher" and name == cfg.reference:
             continue
-        result[role] = {"expert": name, **evaluate_policy(eval_env, factory(task_cfg, name), cfg.eval_episodes,
-                                                         privileged=True)}
+        result[role] = {
+            "expert": name,
+            **evaluate_policy(eval_env, factory(task_cfg, name), cfg.eval_episodes, privileged=True),
+        }
     eval_env.close()
     if "teacher" not in result:
         result["teacher"] = result["expert"]

@@ -10,6 +10,7 @@ from embody import exits
 
 class MissingExtra(ImportError):
     """An optional dependency is not installed; the message names the pip extra that provides it (exit code 2)."""
+
     exit_code = exits.INPUT
 
 

@@ -17,9 +17,10 @@ import itertools
 import json
 import re
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Protocol
 
 from embody import exits
 from embody.files import write_atomic
@@ -94,8 +95,10 @@ class JobStore:
         self.root, self.fingerprint = Path(root), json.loads(json.dumps(fingerprint, default=_plain))
         stored, self.results = read_store(self.root)
         if stored is not None and (keys := differences(stored, self.fingerprint)):
-            raise StoreConflict(f"{self.root} holds jobs of another configuration ({', '.join(keys)} differ): "
-                             "rerun with the same settings to resume, or use another folder")
+            raise StoreConflict(
+                f"{self.root} holds jobs of another configuration ({', '.join(keys)} differ): "
+                "rerun with the same settings to resume, or use another folder"
+            )
 
     def __contains__(self, name: str) -> bool:
         return name in self.results
@@ -150,9 +153,16 @@ BACKENDS: Registry[type] = Registry("job backend")
 BACKENDS.register("local", "embody.jobs:LocalBackend")
 
 
-def run_jobs(fn: Callable[[dict], Any], jobs: list[Job], store: JobStore, backend: str | Backend | None = None,
-             workers: int = 1, label: str = "jobs", log: Callable[[str], None] = print,
-             metrics: Callable[[Any], dict] | None = None) -> dict[str, Any]:
+def run_jobs(
+    fn: Callable[[dict], Any],
+    jobs: list[Job],
+    store: JobStore,
+    backend: str | Backend | None = None,
+    workers: int = 1,
+    label: str = "jobs",
+    log: Callable[[str], None] = print,
+    metrics: Callable[[Any], dict] | None = None,
+) -> dict[str, Any]:
     """``fn(job.params)`` for every job not already in ``store``, each result stored as it finishes; all results
     by job name, in ``jobs``' order. ``backend``: a Backend or a BACKENDS name (default "local"), made with
     ``workers``; ``metrics(result)``: what the progress line shows of the last finished job."""
@@ -164,8 +174,10 @@ def run_jobs(fn: Callable[[dict], Any], jobs: list[Job], store: JobStore, backen
     results = {job.name: store.results[job.name] for job in jobs if job.name in store}
     todo = [job for job in jobs if job.name not in results]
     if results:
-        log(f"{label}: resuming: {len(results)} of {len(jobs)} jobs already in {store.root / 'jobs'}, "
-            f"{len(todo)} to run")
+        log(
+            f"{label}: resuming: {len(results)} of {len(jobs)} jobs already in {store.root / 'jobs'}, "
+            f"{len(todo)} to run"
+        )
     progress = Progress(len(jobs), label, unit="jobs")
     progress.update(len(results))
     for job, result in backend.run(fn, todo):

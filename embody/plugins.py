@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 GROUP = "embody.plugins"
 
@@ -37,14 +37,20 @@ class PluginAPI:
     name: str
     _pending: list[tuple[Callable[[], None], Callable[[], None]]] = field(default_factory=list)  # (check, apply)
 
-    def command(self, name: str, help: str, arguments: Callable[[argparse.ArgumentParser], None] | None = None,
-                run: Callable[[argparse.Namespace], int] | None = None) -> None:
+    def command(
+        self,
+        name: str,
+        help: str,
+        arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+        run: Callable[[argparse.Namespace], int] | None = None,
+    ) -> None:
         """A command (``"mymethod"``), a group (``run=None``) or a subcommand (``"mymethod train"``, or
         ``"plan eval"`` under a core group). ``run(args)`` returns an exit code (``embody.exits``)."""
         from embody.commands import Command, check_free, register
 
-        self._pending.append((lambda: check_free(name),
-                              lambda: register(Command(name, help, arguments, run, provider=self.name))))
+        self._pending.append(
+            (lambda: check_free(name), lambda: register(Command(name, help, arguments, run, provider=self.name)))
+        )
 
     def task(self, name: str, entry_point: str, extra: str | None = None) -> None:
         """A task class, ``"package.module:Class"`` (see ``embody.sims.tasks``)."""
@@ -103,6 +109,7 @@ def failures() -> dict[str, str]:
 @dataclass(frozen=True)
 class Study:
     """A registered study: its config dataclass (``"module:Class"``) and the command that runs it."""
+
     name: str
     config: str  # "module:ConfigDataclass"
     command: str  # how to run it, e.g. "embody blindfolded study --scale tiny"

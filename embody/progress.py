@@ -9,8 +9,15 @@ import time
 class Progress:
     """``update(done, **metrics)`` redraws one line on a TTY and prints every ``every`` s otherwise."""
 
-    def __init__(self, total: float, label: str = "", unit: str = "steps", stream=None, every: float = 10.0,
-                 max_time_s: float = 0.0):
+    def __init__(
+        self,
+        total: float,
+        label: str = "",
+        unit: str = "steps",
+        stream=None,
+        every: float = 10.0,
+        max_time_s: float = 0.0,
+    ):
         self.total, self.label, self.unit = total, label, unit
         self.max_time_s = max_time_s  # a wall-clock budget that may end the work first (0: none)
         self.stream = stream or sys.stderr
@@ -31,8 +38,10 @@ class Progress:
             eta, frac = max(self.max_time_s - elapsed, 0.0), min(elapsed / self.max_time_s, 1.0)
         bar = "#" * int(20 * frac) + "-" * (20 - int(20 * frac))
         extra = " ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in metrics.items())
-        return (f"{self.label} [{bar}] {frac:5.1%} {self.done:,.0f}/{self.total:,.0f} {self.unit} "
-                f"| {rate:,.0f} {self.unit}/s | {_fmt(elapsed)} < {_fmt(eta)} | {extra}")
+        return (
+            f"{self.label} [{bar}] {frac:5.1%} {self.done:,.0f}/{self.total:,.0f} {self.unit} "
+            f"| {rate:,.0f} {self.unit}/s | {_fmt(elapsed)} < {_fmt(eta)} | {extra}"
+        )
 
     def update(self, done: float, force: bool = False, **metrics) -> None:
         """Record ``done`` and redraw, at most every ``every`` s unless ``force``; ``metrics`` are shown

@@ -17,6 +17,7 @@ T = TypeVar("T")
 
 class UnknownName(KeyError):
     """A registry lookup of a name nobody registered; the message lists the valid ones (exit code 2)."""
+
     exit_code = exits.INPUT
 
     def __str__(self) -> str:  # KeyError would print the repr with quotes

@@ -36,12 +36,15 @@ def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Hamilton product a ⊗ b; a, b: (n, 4) or (4,), broadcast → (n, 4) (or (4,))."""
     aw, ax, ay, az = np.moveaxis(np.asarray(a, dtype=np.float64), -1, 0)
     bw, bx, by, bz = np.moveaxis(np.asarray(b, dtype=np.float64), -1, 0)
-    return np.stack([
-        aw * bw - ax * bx - ay * by - az * bz,
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-    ], axis=-1)
+    return np.stack(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ],
+        axis=-1,
+    )
 
 
 def quat_conj(q: np.ndarray) -> np.ndarray:

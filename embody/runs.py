@@ -43,21 +43,37 @@ CONFIG, CHECKPOINT, EVAL = "config.yaml", "checkpoint", "eval.json"
 
 
 # -- the env and spec a run's config describes --------------------------------------------------
-def build_env(cfg: TrainConfig, n_envs: int | None = None, sim: str | None = None, seed: int | None = None,
-              evaluation: bool = False) -> VecEnv:
+def build_env(
+    cfg: TrainConfig,
+    n_envs: int | None = None,
+    sim: str | None = None,
+    seed: int | None = None,
+    evaluation: bool = False,
+) -> VecEnv:
     """The run's env; ``evaluation``: without staggered resets, so every episode may run its full length."""
     task_cls = TASKS.get(cfg.task)
     task_cfg = from_dict(task_cls.config_class, cfg.env, "env")
-    return make_env(cfg.task, sim or cfg.sim, n_envs or cfg.n_envs, cfg.seed if seed is None else seed,
-                    staggered=cfg.staggered_resets and not evaluation, config=task_cfg)
+    return make_env(
+        cfg.task,
+        sim or cfg.sim,
+        n_envs or cfg.n_envs,
+        cfg.seed if seed is None else seed,
+        staggered=cfg.staggered_resets and not evaluation,
+        config=task_cfg,
+    )
 
 
 def policy_spec(env: VecEnv | Task) -> dict:
     """What a checkpoint must match to be used on ``env`` (or on a bare task, as the deploy loop has)."""
     task = env.task if isinstance(env, VecEnv) else env
-    return {"task": task.name, "robot": task.robot.name, "joints": list(task.robot.joint_names),
-            "obs_size": task.observation_size, "privileged_size": task.privileged_size,
-            "action_size": task.action_size}
+    return {
+        "task": task.name,
+        "robot": task.robot.name,
+        "joints": list(task.robot.joint_names),
+        "obs_size": task.observation_size,
+        "privileged_size": task.privileged_size,
+        "action_size": task.action_size,
+    }
 
 
 # -- writing ------------------------------------------------------------------------------------
@@ -70,14 +86,20 @@ def start_run(out: str | Path, cfg: TrainConfig, **configs: Any) -> Path:
     return out
 
 
-def save_run_checkpoint(run: str | Path, policy: torch.nn.Module, spec: dict, meta: dict | None = None,
-                        optimizer: torch.optim.Optimizer | None = None) -> Path:
+def save_run_checkpoint(
+    run: str | Path,
+    policy: torch.nn.Module,
+    spec: dict,
+    meta: dict | None = None,
+    optimizer: torch.optim.Optimizer | None = None,
+) -> Path:
     """RUN/checkpoint/ (atomic: a crash leaves the previous checkpoint)."""
     return save_checkpoint(Path(run) / CHECKPOINT, policy, spec, meta, optimizer)
 
 
-def write_policy_run(out: str | Path, cfg: TrainConfig, policy: torch.nn.Module, meta: dict | None = None,
-                     spec: dict | None = None) -> Path:
+def write_policy_run(
+    out: str | Path, cfg: TrainConfig, policy: torch.nn.Module, meta: dict | None = None, spec: dict | None = None
+) -> Path:
     """A run directory for a policy trained elsewhere (config + checkpoint), so that ``embody eval``,
     ``embody video`` and ``embody deploy`` accept it; ``spec`` defaults to that of ``cfg``'s env."""
     if spec is None:  # first: a bad config leaves no run directory behind
@@ -108,12 +130,19 @@ def load_run(run: str | Path) -> tuple[TrainConfig, Path]:
 def load_run_checkpoint(run: str | Path, expect: VecEnv | Task | None = None, device: str = "cpu") -> Checkpoint:
     """The run's checkpoint (policy, spec, meta, optimizer state); ``expect`` (an env or task)
     refuses a policy trained for another observation/action spec."""
-    return load_checkpoint(Path(run) / CHECKPOINT, expect_spec=None if expect is None else policy_spec(expect),
-                           device=device)
+    return load_checkpoint(
+        Path(run) / CHECKPOINT, expect_spec=None if expect is None else policy_spec(expect), device=device
+    )
 
 
-def evaluate_run(run: Path, episodes: int = 10, sim: str | None = None, n_envs: int = 16, seed: int = 12345,
-                 overrides: list[str] = ()) -> dict:
+def evaluate_run(
+    run: Path,
+    episodes: int = 10,
+    sim: str | None = None,
+    n_envs: int = 16,
+    seed: int = 12345,
+    overrides: list[str] = (),
+) -> dict:
     """Deterministic evaluation of a run's checkpoint; ``overrides`` (``key=value``) adjust its config,
     e.g. ``env.randomization.enabled=false`` or a sensor source another simulator offers."""
     cfg, _ = load_run(run)
@@ -122,8 +151,13 @@ def evaluate_run(run: Path, episodes: int = 10, sim: str | None = None, n_envs: 
     ckpt = load_run_checkpoint(run, expect=env)
     start = time.perf_counter()
     result = evaluate(env, ckpt.policy, episodes)
-    summary = {"task": cfg.task, "sim": sim or cfg.sim, **result.summary(env.task.max_episode_return),
-               "eval_wall_s": time.perf_counter() - start, "env_steps_trained": ckpt.meta.get("env_steps")}
+    summary = {
+        "task": cfg.task,
+        "sim": sim or cfg.sim,
+        **result.summary(env.task.max_episode_return),
+        "eval_wall_s": time.perf_counter() - start,
+        "env_steps_trained": ckpt.meta.get("env_steps"),
+    }
     env.close()
     return summary
 

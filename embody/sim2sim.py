@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from embody.sims.base import UnsupportedTask
 from embody.runs import evaluate_run, load_run
+from embody.sims.base import UnsupportedTask
 
 
 def compare(run: Path, sims: list[str], episodes: int = 10, overrides: list[str] = ()) -> list[dict]:
@@ -37,18 +37,22 @@ def write_report(rows: list[dict], out: Path) -> None:
     into ``out`` (created if needed)."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(rows, indent=2))
-    lines = ["| sim | episodes | return (mean ± std) | of max | vs. trained sim | length | terminated | success |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| sim | episodes | return (mean ± std) | of max | vs. trained sim | length | terminated | success |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         if "unsupported" in r:
             lines.append(f"| {r['sim']} | unsupported: {r['unsupported']} |||||||")
             continue
         frac = f"{r['return_fraction_of_max']:.1%}" if "return_fraction_of_max" in r else "—"
         rel = f"{r['return_vs_trained_sim']:.2f}×" if r["return_vs_trained_sim"] is not None else "—"
-        lines.append(f"| {r['sim']}{' (trained)' if r['sim'] == r['trained_on'] else ''} | {r['episodes']} | "
-                     f"{r['return_mean']:.1f} ± {r['return_std']:.1f} | {frac} | {rel} | "
-                     f"{r['length_mean']:.0f} | {r['terminated_fraction']:.0%} | "
-                     f"{format(r['success_rate'], '.0%') if 'success_rate' in r else '—'} |")
+        lines.append(
+            f"| {r['sim']}{' (trained)' if r['sim'] == r['trained_on'] else ''} | {r['episodes']} | "
+            f"{r['return_mean']:.1f} ± {r['return_std']:.1f} | {frac} | {rel} | "
+            f"{r['length_mean']:.0f} | {r['terminated_fraction']:.0%} | "
+            f"{format(r['success_rate'], '.0%') if 'success_rate' in r else '—'} |"
+        )
     (out / "report.md").write_text("\n".join(lines) + "\n")
     if any("unsupported" not in r for r in rows):
         _plot(rows, out / "returns.png")
@@ -62,8 +66,13 @@ def _plot(rows: list[dict], path: Path) -> None:
 
     rows = [r for r in rows if "unsupported" not in r]
     fig, ax = plt.subplots(figsize=(1.6 * len(rows) + 2, 3))
-    ax.bar([r["sim"] for r in rows], [r["return_mean"] for r in rows], yerr=[r["return_std"] for r in rows],
-           color=["tab:blue" if r["sim"] == r["trained_on"] else "tab:gray" for r in rows], capsize=4)
+    ax.bar(
+        [r["sim"] for r in rows],
+        [r["return_mean"] for r in rows],
+        yerr=[r["return_std"] for r in rows],
+        color=["tab:blue" if r["sim"] == r["trained_on"] else "tab:gray" for r in rows],
+        capsize=4,
+    )
     if rows and rows[0].get("max_return"):
         ax.axhline(rows[0]["max_return"], color="k", ls="--", lw=1, label="max return")
         ax.legend()

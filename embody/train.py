@@ -14,14 +14,25 @@ from embody.policies.actor_critic import ActorCritic, ActorCriticConfig
 from embody.policies.ppo import PPO, PPOConfig
 from embody.progress import Progress
 from embody.runs import (  # noqa: F401  (build_env .. record_video: re-exported, their home was here)
-    MetricsLog, build_env, evaluate_run, load_run, load_run_checkpoint, plot_learning_curve, policy_spec,
-    record_video, save_run_checkpoint, start_run, write_eval)
+    MetricsLog,
+    build_env,
+    evaluate_run,
+    load_run,
+    load_run_checkpoint,
+    plot_learning_curve,
+    policy_spec,
+    record_video,
+    save_run_checkpoint,
+    start_run,
+    write_eval,
+)
 from embody.sims.tasks import TASKS
 
 
 @dataclass
 class TrainConfig:
     """A training run's config, saved as the run's ``config.yaml``: task and simulator, scale, budget, network, PPO."""
+
     task: str = "cartpole-swingup"
     sim: str = "mujoco"
     n_envs: int = 256
@@ -84,8 +95,13 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False) -> dict:
     progress.update(ppo.env_steps, force=True)
 
     def save(m: dict) -> None:
-        meta = {"env_steps": ppo.env_steps, "iteration": ppo.iteration, "lr": ppo.lr,
-                "time_s": m.get("time_s", time_offset), "config": to_dict(cfg)}
+        meta = {
+            "env_steps": ppo.env_steps,
+            "iteration": ppo.iteration,
+            "lr": ppo.lr,
+            "time_s": m.get("time_s", time_offset),
+            "config": to_dict(cfg),
+        }
         save_run_checkpoint(out, policy, spec, meta, ppo.optimizer)
 
     last: dict = {}

@@ -21,8 +21,9 @@ class VideoWriter:
         self._container = self._stream = None
 
     def _open(self, height: int, width: int) -> None:
-        import av
         from fractions import Fraction
+
+        import av
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._container = av.open(str(self._tmp), mode="w")
@@ -56,7 +57,7 @@ class VideoWriter:
         self._container = None
         os.replace(self._tmp, self.path)
 
-    def __enter__(self) -> "VideoWriter":
+    def __enter__(self) -> VideoWriter:
         return self
 
     def __exit__(self, exc_type, *_) -> None:

@@ -35,16 +35,22 @@ def dds_config(iface: str) -> str:
     """The Cyclone DDS XML configuration that binds a domain to ``iface``."""
     discovery = ""
     if iface == "lo":  # multicast stays on (default) for vendor-configured clients; unicast for the rest
-        discovery = ("<ParticipantIndex>auto</ParticipantIndex><MaxAutoParticipantIndex>60</MaxAutoParticipantIndex>"
-                     "<Peers><Peer address=\"127.0.0.1\"/></Peers>")
-    return (f"<CycloneDDS><Domain Id=\"any\"><General><Interfaces><NetworkInterface name=\"{iface}\"/>"
-            f"</Interfaces></General><Discovery>{discovery}</Discovery></Domain></CycloneDDS>")
+        discovery = (
+            "<ParticipantIndex>auto</ParticipantIndex><MaxAutoParticipantIndex>60</MaxAutoParticipantIndex>"
+            '<Peers><Peer address="127.0.0.1"/></Peers>'
+        )
+    return (
+        f'<CycloneDDS><Domain Id="any"><General><Interfaces><NetworkInterface name="{iface}"/>'
+        f"</Interfaces></General><Discovery>{discovery}</Discovery></Domain></CycloneDDS>"
+    )
 
 
 def check_interface(iface: str) -> None:
     names = [name for _, name in socket.if_nameindex()]
     if iface not in names:
-        raise HardwareError(f"network interface {iface!r} does not exist on this machine; interfaces: {', '.join(names)}")
+        raise HardwareError(
+            f"network interface {iface!r} does not exist on this machine; interfaces: {', '.join(names)}"
+        )
 
 
 def participant(domain: int, iface: str):
@@ -56,8 +62,10 @@ def participant(domain: int, iface: str):
         if domain in _PARTICIPANTS:
             bound, _, dp = _PARTICIPANTS[domain]
             if bound != iface:
-                raise HardwareError(f"DDS domain {domain} is already bound to interface {bound!r} in this process; "
-                                 f"cannot also bind it to {iface!r}")
+                raise HardwareError(
+                    f"DDS domain {domain} is already bound to interface {bound!r} in this process; "
+                    f"cannot also bind it to {iface!r}"
+                )
             return dp
         check_interface(iface)
         dom = Domain(domain, dds_config(iface))  # kept alive: dropping it would tear the domain down
@@ -72,8 +80,7 @@ def best_effort_qos(depth: int = 1):
     return Qos(Policy.Reliability.BestEffort, Policy.History.KeepLast(depth))
 
 
-def endpoints(domain: int, iface: str, write: tuple[str, type] | None, read: tuple[str, type] | None,
-              on_data=None):
+def endpoints(domain: int, iface: str, write: tuple[str, type] | None, read: tuple[str, type] | None, on_data=None):
     """(DataWriter | None, DataReader | None) on ``domain``; ``on_data(reader)`` is called from a DDS
     thread whenever samples arrive on the read topic."""
     from cyclonedds.core import Listener

@@ -86,8 +86,15 @@ def take(reader, n: int = 64) -> list[bytes]:
 class DdsDriver:
     """A robot (or ``embody robot-sim ROBOT``) on ``iface``, DDS domain ``domain``, speaking ``codec``."""
 
-    def __init__(self, codec: Codec, robot: RobotSpec, iface: str = "lo", domain: int = 0,
-                 supervisor: SafetySupervisor | None = None, rate_hz: float = 500.0):
+    def __init__(
+        self,
+        codec: Codec,
+        robot: RobotSpec,
+        iface: str = "lo",
+        domain: int = 0,
+        supervisor: SafetySupervisor | None = None,
+        rate_hz: float = 500.0,
+    ):
         self.codec, self.robot = codec, robot
         self.supervisor = supervisor or SafetySupervisor(robot, codec.supervisor_config())
         self.iface, self.domain, self.period = iface, domain, 1.0 / rate_hz
@@ -103,7 +110,14 @@ class DdsDriver:
         self._error: BaseException | None = None
         self._writer = self._reader = None
         self.trace: dict[str, list] | None = None  # set to {} to record tick times and command→state latency
-        self.stats = {"states": 0, "crc_errors": 0, "malformed": 0, "commands": 0, "overruns": 0, "max_state_gap_s": 0.0}
+        self.stats = {
+            "states": 0,
+            "crc_errors": 0,
+            "malformed": 0,
+            "commands": 0,
+            "overruns": 0,
+            "max_state_gap_s": 0.0,
+        }
 
     # -- RobotInterface --------------------------------------------------------------------
     def connect(self, timeout_s: float = 5.0) -> None:
@@ -111,8 +125,9 @@ class DdsDriver:
 
         c = self.codec
         c.check()
-        self._writer, self._reader = dds.endpoints(self.domain, self.iface, (c.command_topic, c.command_type),
-                                                   (c.state_topic, c.state_type), self._on_state)
+        self._writer, self._reader = dds.endpoints(
+            self.domain, self.iface, (c.command_topic, c.command_type), (c.state_topic, c.state_type), self._on_state
+        )
         deadline = time.monotonic() + timeout_s
         with self._lock:
             while self._state is None and time.monotonic() < deadline:
@@ -121,7 +136,8 @@ class DdsDriver:
             raise RobotConnectionError(
                 f"no valid {c.state_topic} on interface {self.iface!r}, DDS domain {self.domain} within "
                 f"{timeout_s:g} s ({self.stats['crc_errors']} dropped for bad CRC): is the robot, or "
-                f"`embody robot-sim {self.robot.name} --iface {self.iface} --domain {self.domain}`, running?")
+                f"`embody robot-sim {self.robot.name} --iface {self.iface} --domain {self.domain}`, running?"
+            )
         self._thread = threading.Thread(target=self._write_loop, name=f"{self.robot.name}-command-writer", daemon=True)
         self._thread.start()
 
@@ -165,7 +181,7 @@ class DdsDriver:
             self._reader.set_listener(None)
         self._writer = self._reader = None  # deletes the DDS endpoints
 
-    def __enter__(self) -> "DdsDriver":
+    def __enter__(self) -> DdsDriver:
         if self._writer is None:
             self.connect()
         return self
@@ -250,6 +266,6 @@ class DdsDriver:
 
     def _raise_if_failed(self) -> None:
         if self._error is not None:
-            raise RuntimeError(f"the {self.robot.name} command writer stopped: {self._error!r}; the robot was sent "
-                               "damping") \
-                from self._error
+            raise RuntimeError(
+                f"the {self.robot.name} command writer stopped: {self._error!r}; the robot was sent damping"
+            ) from self._error

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -20,7 +21,6 @@ import subprocess
 import sys
 import threading
 import time
-import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,7 +60,9 @@ class PolicyRunner:
         task_cfg = from_dict(task_cls.config_class, cfg.env, "env")
         task_cfg.sim.n_envs = 1
         if task_cfg.sim.control != "pd":
-            raise HardwareError(f"{run}: task {cfg.task!r} uses {task_cfg.sim.control} control; deploy sends PD targets")
+            raise HardwareError(
+                f"{run}: task {cfg.task!r} uses {task_cfg.sim.control} control; deploy sends PD targets"
+            )
         self.robot = get_robot(task_cls.robot_name, **task_cls.robot_params(task_cfg, cfg.seed))
         self.task = task_cls(task_cfg, self.robot, 1, cfg.seed)
         self.policy = load_run_checkpoint(run, expect=self.task).policy
@@ -119,8 +121,13 @@ def start_robot_sim(robot: str, iface: str, domain: int, band: bool, timeout_s: 
     """``embody robot-sim`` as a child process; returns once it serves (its ready line). Its output is
     drained from then on (a full pipe would stall it) into ``proc.output``, last lines kept."""
     cmd = [sys.executable, "-m", "embody.cli", "robot-sim", robot, "--iface", iface, "--domain", str(domain)]
-    proc = subprocess.Popen(cmd + (["--band"] if band else []), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc = subprocess.Popen(
+        cmd + (["--band"] if band else []),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     deadline, seen = time.monotonic() + timeout_s, []
     for line in proc.stdout:
         seen.append(line)
@@ -184,8 +191,9 @@ def make_driver(robot: RobotSpec, iface: str, domain: int, supervisor: SafetySup
         from .arms.sim import PegArmDriver
 
         return PegArmDriver(iface=iface, domain=domain, supervisor=supervisor, robot=robot)
-    raise HardwareError(f"no DDS driver for robot {robot.name!r}; robots: h1_2, peg_arm "
-                        "(real UR and Franka arms: embody.hardware.arms)")
+    raise HardwareError(
+        f"no DDS driver for robot {robot.name!r}; robots: h1_2, peg_arm (real UR and Franka arms: embody.hardware.arms)"
+    )
 
 
 class PolicyStep:
@@ -220,22 +228,37 @@ def deploy(run: Path, cfg: DeployConfig, overrides: list[str] = (), commands: np
     if cfg.record is not None:
         from .recorder import DeployRecorder
 
-        recorder = DeployRecorder(cfg.record, runner, round(cfg.policy_hz),
-                                  {"task": runner.task.name, "run": str(run), "robot": cfg.robot, "target": cfg.target})
+        recorder = DeployRecorder(
+            cfg.record,
+            runner,
+            round(cfg.policy_hz),
+            {"task": runner.task.name, "run": str(run), "robot": cfg.robot, "target": cfg.target},
+        )
     try:
         with open_target(runner.robot, cfg.target, cfg.domain, band) as target:
             driver = target.driver
             config = dataclasses.replace(cfg.supervisor or driver.supervisor.config, ramp_s=cfg.ramp_s)
             driver.supervisor = SafetySupervisor(runner.robot, config)
             step = PolicyStep(driver, runner, recorder)
-            session = SupervisedSession(driver, SessionConfig(rate_hz=cfg.policy_hz, hold_s=cfg.hold_s,
-                                                              duration_s=cfg.duration_s,
-                                                              connect_timeout_s=cfg.connect_timeout_s),
-                                        on_hold=release_band(cfg.domain, target.iface) if target.sim and band else None)
+            session = SupervisedSession(
+                driver,
+                SessionConfig(
+                    rate_hz=cfg.policy_hz,
+                    hold_s=cfg.hold_s,
+                    duration_s=cfg.duration_s,
+                    connect_timeout_s=cfg.connect_timeout_s,
+                ),
+                on_hold=release_band(cfg.domain, target.iface) if target.sim and band else None,
+            )
             runner.reset()
             result = session.run(step)
-        summary.update(result.as_dict(), policy_s=result.loop_s, policy_steps=result.ticks,
-                       max_torso_tilt_deg=float(np.degrees(step.max_tilt)), driver=dict(driver.stats))
+        summary.update(
+            result.as_dict(),
+            policy_s=result.loop_s,
+            policy_steps=result.ticks,
+            max_torso_tilt_deg=float(np.degrees(step.max_tilt)),
+            driver=dict(driver.stats),
+        )
     finally:
         if recorder is not None:
             summary["recorded"] = {"dataset": str(cfg.record), "episodes": recorder.close()}
@@ -247,8 +270,10 @@ def deploy(run: Path, cfg: DeployConfig, overrides: list[str] = (), commands: np
 
 def release_band(domain: int, iface: str):
     """An ``on_hold`` that releases a simulated humanoid's elastic band as the policy starts."""
+
     def release() -> None:
         from .robot_sim import sim_control
 
         sim_control(domain, iface, band=False)
+
     return release

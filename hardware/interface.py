@@ -11,9 +11,9 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
-from embody.robots import RobotSpec, RobotState
 
 from embody import exits
+from embody.robots import RobotSpec, RobotState
 
 if TYPE_CHECKING:  # supervisor.py imports JointCommand from here
     from .supervisor import SafetySupervisor
@@ -21,11 +21,13 @@ if TYPE_CHECKING:  # supervisor.py imports JointCommand from here
 
 class HardwareError(ValueError):
     """Bad hardware input: an unknown robot or target, a missing network interface, a malformed message."""
+
     exit_code = exits.INPUT
 
 
 class RobotConnectionError(ConnectionError):
     """A robot could not be reached in time or stopped answering; the message says which and where."""
+
     exit_code = exits.INPUT
 
 
@@ -48,34 +50,34 @@ class JointCommand:
     enable: np.ndarray
 
     @classmethod
-    def zero_torque(cls, n_joints: int) -> "JointCommand":
+    def zero_torque(cls, n_joints: int) -> JointCommand:
         """Enabled motors that apply no torque at all (kp = kd = tau = 0)."""
         z = np.zeros(n_joints)
         return cls(q=z.copy(), dq=z.copy(), tau=z.copy(), kp=z.copy(), kd=z.copy(), enable=np.ones(n_joints, bool))
 
     @classmethod
-    def damping(cls, n_joints: int, kd: float) -> "JointCommand":
+    def damping(cls, n_joints: int, kd: float) -> JointCommand:
         """Pure joint damping (kp = 0): the safe state on any fault or exit."""
         cmd = cls.zero_torque(n_joints)
         cmd.kd[:] = kd
         return cmd
 
     @classmethod
-    def pd(cls, robot: RobotSpec, q: np.ndarray) -> "JointCommand":
+    def pd(cls, robot: RobotSpec, q: np.ndarray) -> JointCommand:
         """Hold position targets ``q`` (j,) with the spec's gains."""
         cmd = cls.zero_torque(robot.n_joints)
         cmd.q[:], cmd.kp[:], cmd.kd[:] = q, robot.kp, robot.kd
         return cmd
 
     @classmethod
-    def pd_actuated(cls, robot: RobotSpec, targets: np.ndarray) -> "JointCommand":
+    def pd_actuated(cls, robot: RobotSpec, targets: np.ndarray) -> JointCommand:
         """Hold the actuated joints at ``targets`` (a,) (a task's ``action_to_command`` row, a recorded
         ``embody.joint_target``) and every other joint at the default pose, with the spec's gains."""
         q = robot.default_pose.copy()
         q[robot.actuated] = targets
         return cls.pd(robot, q)
 
-    def copy(self) -> "JointCommand":
+    def copy(self) -> JointCommand:
         return JointCommand(**{f.name: np.array(getattr(self, f.name), copy=True) for f in fields(self)})
 
     def is_finite(self) -> bool:
@@ -120,6 +122,6 @@ class RobotInterface(Protocol):
 
     def close(self) -> None: ...
 
-    def __enter__(self) -> "RobotInterface": ...
+    def __enter__(self) -> RobotInterface: ...
 
     def __exit__(self, *exc) -> None: ...

@@ -23,16 +23,24 @@ def deploy_features(robot, obs_size: int, action_size: int, imu: bool) -> dict:
     from embody.datasets.format import feature
 
     joints, j = list(robot.joint_names), robot.n_joints
-    out = {"observation.state": feature("float32", (j,), joints), "action": feature("float32", (action_size,)),
-           "embody.observation": feature("float32", (obs_size,)), "embody.joint_vel": feature("float32", (j,), joints),
-           "embody.joint_torque": feature("float32", (j,), joints),
-           **{f"embody.sent.{k}": feature("float32", (j,), joints) for k in ("q", "dq", "tau", "kp", "kd")},
-           "embody.sent.enable": feature("bool", (j,), joints),
-           "embody.supervisor_phase": feature("int64", (1,), [p.name for p in PHASES]),
-           "embody.state_age": feature("float32", (1,))}
+    out = {
+        "observation.state": feature("float32", (j,), joints),
+        "action": feature("float32", (action_size,)),
+        "embody.observation": feature("float32", (obs_size,)),
+        "embody.joint_vel": feature("float32", (j,), joints),
+        "embody.joint_torque": feature("float32", (j,), joints),
+        **{f"embody.sent.{k}": feature("float32", (j,), joints) for k in ("q", "dq", "tau", "kp", "kd")},
+        "embody.sent.enable": feature("bool", (j,), joints),
+        "embody.supervisor_phase": feature("int64", (1,), [p.name for p in PHASES]),
+        "embody.state_age": feature("float32", (1,)),
+    }
     if imu:
-        out.update({"embody.imu_quat": feature("float32", (4,), ["w", "x", "y", "z"]),
-                    "embody.imu_gyro": feature("float32", (3,), ["x", "y", "z"])})
+        out.update(
+            {
+                "embody.imu_quat": feature("float32", (4,), ["w", "x", "y", "z"]),
+                "embody.imu_gyro": feature("float32", (3,), ["x", "y", "z"]),
+            }
+        )
     return out
 
 
@@ -43,16 +51,26 @@ class DeployRecorder:
         from embody.datasets.format import DatasetWriter
 
         self.imu = runner.robot.sensors.imu_site is not None
-        self.writer = DatasetWriter(root, fps=fps, robot_type=runner.robot.name, recording=recording,
-                                    features=deploy_features(runner.robot, runner.task.observation_size,
-                                                             runner.task.action_size, self.imu))
+        self.writer = DatasetWriter(
+            root,
+            fps=fps,
+            robot_type=runner.robot.name,
+            recording=recording,
+            features=deploy_features(runner.robot, runner.task.observation_size, runner.task.action_size, self.imu),
+        )
         self.task = runner.task.name
 
     def add(self, state, obs: np.ndarray, action: np.ndarray, sent: JointCommand, phase: Phase, age: float) -> None:
-        frame = {"observation.state": state.joint_pos[0], "action": action[0], "embody.observation": obs[0],
-                 "embody.joint_vel": state.joint_vel[0], "embody.joint_torque": state.joint_torque[0],
-                 **{f"embody.sent.{k}": getattr(sent, k) for k in ("q", "dq", "tau", "kp", "kd", "enable")},
-                 "embody.supervisor_phase": np.array([PHASES.index(phase)]), "embody.state_age": np.array([age])}
+        frame = {
+            "observation.state": state.joint_pos[0],
+            "action": action[0],
+            "embody.observation": obs[0],
+            "embody.joint_vel": state.joint_vel[0],
+            "embody.joint_torque": state.joint_torque[0],
+            **{f"embody.sent.{k}": getattr(sent, k) for k in ("q", "dq", "tau", "kp", "kd", "enable")},
+            "embody.supervisor_phase": np.array([PHASES.index(phase)]),
+            "embody.state_age": np.array([age]),
+        }
         if self.imu:
             frame.update({"embody.imu_quat": state.imu_quat[0], "embody.imu_gyro": state.imu_gyro[0]})
         self.writer.add_frame(frame, task=self.task)

@@ -96,8 +96,16 @@ class AdapterPhysics:
 class SimServer:
     """A robot in MuJoCo behind ``codec``'s topics on ``iface`` / DDS ``domain``."""
 
-    def __init__(self, robot: RobotSpec, codec, iface: str = "lo", domain: int = 0, physics_dt: float = 0.002,
-                 brakes: bool = False, physics=None):
+    def __init__(
+        self,
+        robot: RobotSpec,
+        codec,
+        iface: str = "lo",
+        domain: int = 0,
+        physics_dt: float = 0.002,
+        brakes: bool = False,
+        physics=None,
+    ):
         self.robot, self.codec, self.iface, self.domain = robot, codec, iface, domain
         self.physics = physics or AdapterPhysics(robot, physics_dt)
         self._act = robot.actuated
@@ -166,8 +174,9 @@ class SimServer:
         c.check()
         from .sim_control import TOPIC_SIM_CONTROL, SimControl_
 
-        writer, reader = dds.endpoints(self.domain, self.iface, (c.state_topic, c.state_type),
-                                       (c.command_topic, c.command_type), self._on_command)
+        writer, reader = dds.endpoints(
+            self.domain, self.iface, (c.state_topic, c.state_type), (c.command_topic, c.command_type), self._on_command
+        )
         _, control = dds.endpoints(self.domain, self.iface, None, (TOPIC_SIM_CONTROL, SimControl_), self._on_control)
         self._endpoints += [reader, control]
         return writer
@@ -227,8 +236,9 @@ class Band:
     angular_damping: float = 20.0  # N·m·s/rad on the torso
     rest_clearance: float = 0.02  # m
 
-    def wrench(self, attach: np.ndarray, vel: np.ndarray, ang_vel: np.ndarray, anchor: np.ndarray,
-               stiffness: float) -> tuple[np.ndarray, np.ndarray]:
+    def wrench(
+        self, attach: np.ndarray, vel: np.ndarray, ang_vel: np.ndarray, anchor: np.ndarray, stiffness: float
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Force (3,) at ``attach`` and torque (3,) in the world frame."""
         d = anchor - attach
         dist = np.linalg.norm(d)
@@ -276,9 +286,15 @@ class BandPhysics:
         torque = np.zeros(self.robot.n_joints)
         torque[self.robot.actuated] = d.ctrl
         pick = lambda sl: None if sl is None else d.sensordata[sl][None].copy()  # noqa: E731
-        return RobotState(joint_pos=d.qpos[self._qadr][None].copy(), joint_vel=d.qvel[self._vadr][None].copy(),
-                          joint_torque=torque[None], time=np.array([d.time]), imu_quat=pick(L.imu_quat),
-                          imu_gyro=pick(L.imu_gyro), imu_accel=pick(L.imu_accel))
+        return RobotState(
+            joint_pos=d.qpos[self._qadr][None].copy(),
+            joint_vel=d.qvel[self._vadr][None].copy(),
+            joint_torque=torque[None],
+            time=np.array([d.time]),
+            imu_quat=pick(L.imu_quat),
+            imu_gyro=pick(L.imu_gyro),
+            imu_accel=pick(L.imu_accel),
+        )
 
     def _attach_point(self) -> np.ndarray:
         d, b = self.data, self._torso
@@ -301,14 +317,27 @@ class BandPhysics:
 class H1_2Server(SimServer):
     """The simulated H1-2, optionally on the elastic band."""
 
-    def __init__(self, iface: str = "lo", domain: int = 0, band: bool = False, robot: RobotSpec | None = None,
-                 physics_dt: float = 0.002, band_config: Band = Band()):
+    def __init__(
+        self,
+        iface: str = "lo",
+        domain: int = 0,
+        band: bool = False,
+        robot: RobotSpec | None = None,
+        physics_dt: float = 0.002,
+        band_config: Band = Band(),
+    ):
         from .unitree.h1_2 import UnitreeHgCodec
 
         robot = robot or get_robot("h1_2")
         self.band_started = band
-        super().__init__(robot, UnitreeHgCodec(H1_2_MODE_MACHINE), iface, domain, physics_dt,
-                         physics=BandPhysics(robot, physics_dt, band_config))
+        super().__init__(
+            robot,
+            UnitreeHgCodec(H1_2_MODE_MACHINE),
+            iface,
+            domain,
+            physics_dt,
+            physics=BandPhysics(robot, physics_dt, band_config),
+        )
 
     @property
     def band_on(self) -> bool:
@@ -372,7 +401,10 @@ def serve(robot: str, iface: str = "lo", domain: int = 0, band: bool = False, du
     # both stop the loop, also where SIGINT was ignored at start (children of non-interactive shells)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: server.stop())
-    ready = lambda: print(f"robot-sim {robot}: serving on interface {iface!r}, DDS domain {domain}"  # noqa: E731
-                          f"{', on the band' if band else ''}", flush=True)
+    ready = lambda: print(
+        f"robot-sim {robot}: serving on interface {iface!r}, DDS domain {domain}"  # noqa: E731
+        f"{', on the band' if band else ''}",
+        flush=True,
+    )
     server.run(duration_s, ready=ready)
     print(f"robot-sim {robot}: stopped; {server.stats}", flush=True)

@@ -112,8 +112,9 @@ class SupervisedSession:
     on_hold: called once in HOLD, after ``hold_s``, before POLICY (deploy releases a simulated band)
     """
 
-    def __init__(self, driver: RobotInterface, config: SessionConfig = SessionConfig(),
-                 on_hold: Callable[[], None] | None = None):
+    def __init__(
+        self, driver: RobotInterface, config: SessionConfig = SessionConfig(), on_hold: Callable[[], None] | None = None
+    ):
         self.driver, self.config, self.on_hold = driver, config, on_hold
         self.reached: list[str] = []
         self.ticks, self.loop_s = 0, 0.0
@@ -152,8 +153,17 @@ class SupervisedSession:
                 sup.uninstall_signal_handlers()
         if fault is not None:
             log.warning("session ended in %s by a fault: %s", stage, fault)
-        return SessionSummary(self.reached, self.ticks, self.loop_s, self.ticks / self.loop_s if self.loop_s else 0.0,
-                              ended_in, fault, stage if fault is not None else None, events_of(sup), counters)
+        return SessionSummary(
+            self.reached,
+            self.ticks,
+            self.loop_s,
+            self.ticks / self.loop_s if self.loop_s else 0.0,
+            ended_in,
+            fault,
+            stage if fault is not None else None,
+            events_of(sup),
+            counters,
+        )
 
     # -- the stages ------------------------------------------------------------------------------
 
@@ -172,7 +182,9 @@ class SupervisedSession:
         deadline = time.monotonic() + sup.config.ramp_s + self.config.ramp_timeout_s
         while sup.phase is Phase.RAMP:
             if time.monotonic() > deadline:
-                self._give_up(f"the ramp did not reach HOLD within {sup.config.ramp_s + self.config.ramp_timeout_s:g} s")
+                self._give_up(
+                    f"the ramp did not reach HOLD within {sup.config.ramp_s + self.config.ramp_timeout_s:g} s"
+                )
             time.sleep(0.01)
         self._check()
 
@@ -261,5 +273,15 @@ def step_of(ticks: Iterator) -> Step:
     return lambda tick, t: next(ticks, done) is not done
 
 
-__all__ = ["STAGES", "SessionConfig", "SessionSummary", "Step", "StepFailed", "SupervisedSession", "damping_reason",
-           "events_of", "pace", "step_of"]
+__all__ = [
+    "STAGES",
+    "SessionConfig",
+    "SessionSummary",
+    "Step",
+    "StepFailed",
+    "SupervisedSession",
+    "damping_reason",
+    "events_of",
+    "pace",
+    "step_of",
+]

@@ -41,8 +41,8 @@ import math
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -52,14 +52,41 @@ from embody.robots import RobotSpec, RobotState
 Box = tuple[tuple[float, float, float], tuple[float, float, float]]
 
 # RobotState arrays that must be finite whenever present (time is bookkeeping, not a sensor).
-_STATE_FIELDS = ("joint_pos", "joint_vel", "joint_torque", "imu_quat", "imu_gyro", "imu_accel", "ee_pos",
-                 "ee_quat", "wrench", "motor_temperature")
+_STATE_FIELDS = (
+    "joint_pos",
+    "joint_vel",
+    "joint_torque",
+    "imu_quat",
+    "imu_gyro",
+    "imu_accel",
+    "ee_pos",
+    "ee_quat",
+    "wrench",
+    "motor_temperature",
+)
 _COMMAND_FIELDS = ("q", "dq", "tau", "kp", "kd")
 COUNTERS = (
-    "steps", "no_request",
-    "clamped", "clamped_q", "clamped_torque", "clamped_dq", "clamped_tau", "clamped_gain",
-    "faults", "estop", "stale_state", "malformed_state", "non_finite_state", "missing_sensor", "fall",
-    "over_temperature", "over_speed", "wrench", "workspace", "non_finite_command", "malformed_command",
+    "steps",
+    "no_request",
+    "clamped",
+    "clamped_q",
+    "clamped_torque",
+    "clamped_dq",
+    "clamped_tau",
+    "clamped_gain",
+    "faults",
+    "estop",
+    "stale_state",
+    "malformed_state",
+    "non_finite_state",
+    "missing_sensor",
+    "fall",
+    "over_temperature",
+    "over_speed",
+    "wrench",
+    "workspace",
+    "non_finite_command",
+    "malformed_command",
     "supervisor_error",
 )
 
@@ -92,8 +119,14 @@ class SupervisorConfig:
     passive_before_ramp: bool = False  # arms: motors disabled (their brakes hold) until the ramp, not zero torque
 
     def __post_init__(self) -> None:
-        positive = ("ramp_s", "watchdog_s", "max_temperature_c", "velocity_fault_factor", "max_gain_factor",
-                    "clamp_log_interval_s")
+        positive = (
+            "ramp_s",
+            "watchdog_s",
+            "max_temperature_c",
+            "velocity_fault_factor",
+            "max_gain_factor",
+            "clamp_log_interval_s",
+        )
         for name in positive + ("max_tilt_rad", "max_wrench_n"):
             v = getattr(self, name)
             if v is not None and not (math.isfinite(v) and v > 0):
@@ -103,8 +136,10 @@ class SupervisorConfig:
         if self.workspace is not None:
             lo, hi = np.asarray(self.workspace[0], float), np.asarray(self.workspace[1], float)
             if lo.shape != (3,) or hi.shape != (3,) or not (lo < hi).all():
-                raise ValueError(f"SupervisorConfig.workspace must be ((x, y, z) lower, (x, y, z) upper) with "
-                                 f"lower < upper, got {self.workspace!r}")
+                raise ValueError(
+                    f"SupervisorConfig.workspace must be ((x, y, z) lower, (x, y, z) upper) with "
+                    f"lower < upper, got {self.workspace!r}"
+                )
 
 
 @dataclass(frozen=True)
@@ -145,10 +180,20 @@ class _Limits:
     default: np.ndarray
 
     @classmethod
-    def of(cls, robot: RobotSpec, max_gain_factor: float) -> "_Limits":
+    def of(cls, robot: RobotSpec, max_gain_factor: float) -> _Limits:
         kp, kd = robot.kp, robot.kd
-        return cls(robot.joint_names, robot.lower, robot.upper, robot.velocity_limit, robot.torque_limit, kp, kd,
-                   max_gain_factor * kp, max_gain_factor * kd, np.clip(robot.default_pose, robot.lower, robot.upper))
+        return cls(
+            robot.joint_names,
+            robot.lower,
+            robot.upper,
+            robot.velocity_limit,
+            robot.torque_limit,
+            kp,
+            kd,
+            max_gain_factor * kp,
+            max_gain_factor * kd,
+            np.clip(robot.default_pose, robot.lower, robot.upper),
+        )
 
 
 class SafetySupervisor:
@@ -159,9 +204,13 @@ class SafetySupervisor:
     signal handlers included.
     """
 
-    def __init__(self, robot: RobotSpec, config: SupervisorConfig = SupervisorConfig(),
-                 clock: Callable[[], float] = time.monotonic,
-                 logger: logging.Logger = logging.getLogger("embody.safety")):
+    def __init__(
+        self,
+        robot: RobotSpec,
+        config: SupervisorConfig = SupervisorConfig(),
+        clock: Callable[[], float] = time.monotonic,
+        logger: logging.Logger = logging.getLogger("embody.safety"),
+    ):
         _check_sensors(robot, config)
         self.robot = robot
         self.config = config
@@ -193,8 +242,9 @@ class SafetySupervisor:
         with self._lock:
             self._require(Phase.ZERO_TORQUE, "start_ramp")
             self._ramp_start = None
-            self._transition(Phase.RAMP, f"start_ramp: to the default pose over {self.config.ramp_s:g} s",
-                             self._clock())
+            self._transition(
+                Phase.RAMP, f"start_ramp: to the default pose over {self.config.ramp_s:g} s", self._clock()
+            )
 
     def start_policy(self) -> None:
         """HOLD -> POLICY; PhaseError in any other phase."""
@@ -248,8 +298,9 @@ class SafetySupervisor:
 
     # ---- the writer tick --------------------------------------------------------------------
 
-    def step(self, state: RobotState | None, state_age: float, request: JointCommand | None,
-             now: float | None = None) -> JointCommand:
+    def step(
+        self, state: RobotState | None, state_age: float, request: JointCommand | None, now: float | None = None
+    ) -> JointCommand:
         """The command to send this tick: always finite, a fresh object, and either the damping
         command (kp = 0, kd = damping_kd on every joint, the vendor's, even where that exceeds
         max_gain_factor × the spec's kd) or within every limit ``clamp`` enforces.
@@ -280,8 +331,9 @@ class SafetySupervisor:
                 self._fault(now, "supervisor_error", f"supervisor error: {e!r}")
                 return JointCommand.damping(self._n, self.config.damping_kd)
 
-    def _step(self, state: RobotState | None, state_age: float, request: JointCommand | None,
-              now: float) -> JointCommand:
+    def _step(
+        self, state: RobotState | None, state_age: float, request: JointCommand | None, now: float
+    ) -> JointCommand:
         if self._estops:
             reason = self._estops.popleft()
             self._estops.clear()
@@ -339,8 +391,13 @@ class SafetySupervisor:
 
     # ---- clamping -----------------------------------------------------------------------------
 
-    def clamp(self, command: JointCommand, q_measured: np.ndarray | None = None, now: float | None = None,
-              source: str = "the policy") -> JointCommand:
+    def clamp(
+        self,
+        command: JointCommand,
+        q_measured: np.ndarray | None = None,
+        now: float | None = None,
+        source: str = "the policy",
+    ) -> JointCommand:
         """``command`` clipped into the limits, as a new JointCommand; counted and logged.
 
         kp, kd into [0, max_gain_factor × spec]; tau into ±torque_limit; dq into ±velocity_limit;
@@ -363,15 +420,18 @@ class SafetySupervisor:
             except (TypeError, ValueError, AttributeError) as e:
                 raise UnsafeCommand("malformed_command", f"malformed command from {source}: {name}: {e}") from e
             if a.shape != (n,):
-                raise UnsafeCommand("malformed_command",
-                                    f"malformed command from {source}: {name} has shape {a.shape}, expected ({n},)")
+                raise UnsafeCommand(
+                    "malformed_command", f"malformed command from {source}: {name} has shape {a.shape}, expected ({n},)"
+                )
             arrays[name] = a
         finite = np.isfinite(np.stack([arrays[name] for name in _COMMAND_FIELDS]))
         if not finite.all():
             k, i = (int(v[0]) for v in np.nonzero(~finite))
             name = _COMMAND_FIELDS[k]
-            raise UnsafeCommand("non_finite_command", f"non-finite command from {source}: {name}[{i}] "
-                                f"({lim.names[i]!r}) is {arrays[name][i]}")
+            raise UnsafeCommand(
+                "non_finite_command",
+                f"non-finite command from {source}: {name}[{i}] ({lim.names[i]!r}) is {arrays[name][i]}",
+            )
 
         q, dq, tau, kp, kd = (arrays[k] for k in _COMMAND_FIELDS)
         out_kp, out_kd = np.clip(kp, 0.0, lim.kp_max), np.clip(kd, 0.0, lim.kd_max)
@@ -382,8 +442,13 @@ class SafetySupervisor:
             q_torque = np.clip(q, *self._torque_window(q_measured, out_tau, out_kp))
         out_q = np.clip(q_torque, lim.lower, lim.upper)
 
-        clipped = {"gain": (out_kp != kp) | (out_kd != kd), "tau": out_tau != tau, "dq": out_dq != dq,
-                   "torque": q_torque != q, "q": out_q != q_torque}
+        clipped = {
+            "gain": (out_kp != kp) | (out_kd != kd),
+            "tau": out_tau != tau,
+            "dq": out_dq != dq,
+            "torque": q_torque != q,
+            "q": out_q != q_torque,
+        }
         any_joint = np.logical_or.reduce(list(clipped.values()))
         if any_joint.any():
             self.counters["clamped"] += 1
@@ -401,17 +466,31 @@ class SafetySupervisor:
             above = np.divide(limit - tau, kp, out=np.full(self._n, np.inf), where=has_kp)
         return q_m + below, q_m + above
 
-    def _log_clamps(self, joints: np.ndarray, requested: dict[str, np.ndarray], sent: tuple[np.ndarray, ...],
-                    now: float, source: str) -> None:
+    def _log_clamps(
+        self,
+        joints: np.ndarray,
+        requested: dict[str, np.ndarray],
+        sent: tuple[np.ndarray, ...],
+        now: float,
+        source: str,
+    ) -> None:
         for i in np.flatnonzero(joints):
             last = self._clamp_logged.get(int(i))
             if last is not None and now - last < self.config.clamp_log_interval_s:
                 continue
             self._clamp_logged[int(i)] = now
-            changes = ", ".join(f"{name} {requested[name][i]:.4g} -> {out[i]:.4g}"
-                                for name, out in zip(_COMMAND_FIELDS, sent) if out[i] != requested[name][i])
-            self._log.warning("clamped a command from %s for %r: %s (%d commands clamped so far)", source,
-                              self._lim.names[i], changes, self.counters["clamped"])
+            changes = ", ".join(
+                f"{name} {requested[name][i]:.4g} -> {out[i]:.4g}"
+                for name, out in zip(_COMMAND_FIELDS, sent)
+                if out[i] != requested[name][i]
+            )
+            self._log.warning(
+                "clamped a command from %s for %r: %s (%d commands clamped so far)",
+                source,
+                self._lim.names[i],
+                changes,
+                self.counters["clamped"],
+            )
 
     # ---- fault checks -------------------------------------------------------------------------
 
@@ -450,14 +529,17 @@ class SafetySupervisor:
             temp = np.asarray(state.motor_temperature, dtype=np.float64).reshape(-1)
             i = int(np.argmax(temp))
             if temp[i] > cfg.max_temperature_c:
-                return "over_temperature", (f"over-temperature: {lim.names[i]!r} at {temp[i]:.1f} °C > "
-                                            f"{cfg.max_temperature_c:g} °C")
+                return "over_temperature", (
+                    f"over-temperature: {lim.names[i]!r} at {temp[i]:.1f} °C > {cfg.max_temperature_c:g} °C"
+                )
 
         speed = np.abs(state.joint_vel[0])
         i = int(np.argmax(speed / lim.velocity))
         if speed[i] > cfg.velocity_fault_factor * lim.velocity[i]:
-            return "over_speed", (f"over-speed: {lim.names[i]!r} at {speed[i]:.3g} rad/s > "
-                                  f"{cfg.velocity_fault_factor:g} × {lim.velocity[i]:g} rad/s")
+            return "over_speed", (
+                f"over-speed: {lim.names[i]!r} at {speed[i]:.3g} rad/s > "
+                f"{cfg.velocity_fault_factor:g} × {lim.velocity[i]:g} rad/s"
+            )
 
         if cfg.max_wrench_n is not None:
             if state.wrench is None:
@@ -465,8 +547,10 @@ class SafetySupervisor:
             force = float(np.linalg.norm(np.asarray(state.wrench, dtype=np.float64)[0, :3]))
             excess = abs(force - self._wrench_nominal)
             if excess > cfg.max_wrench_n:
-                return "wrench", (f"wrist force: |‖f‖ − ‖f₀‖| = |{force:.1f} − {self._wrench_nominal:.1f}| N = "
-                                  f"{excess:.1f} N > {cfg.max_wrench_n:g} N")
+                return "wrench", (
+                    f"wrist force: |‖f‖ − ‖f₀‖| = |{force:.1f} − {self._wrench_nominal:.1f}| N = "
+                    f"{excess:.1f} N > {cfg.max_wrench_n:g} N"
+                )
 
         if cfg.workspace is not None:
             if state.ee_pos is None:
@@ -474,8 +558,9 @@ class SafetySupervisor:
             p = np.asarray(state.ee_pos, dtype=np.float64)[0]
             lo, hi = cfg.workspace
             if (p < lo).any() or (p > hi).any():
-                return "workspace", (f"workspace: ee_pos ({p[0]:.3f}, {p[1]:.3f}, {p[2]:.3f}) m outside "
-                                     f"{tuple(lo)} .. {tuple(hi)} m")
+                return "workspace", (
+                    f"workspace: ee_pos ({p[0]:.3f}, {p[1]:.3f}, {p[2]:.3f}) m outside {tuple(lo)} .. {tuple(hi)} m"
+                )
         return None
 
     def _capture_wrench_nominal(self, state: RobotState | None) -> None:
@@ -523,13 +608,26 @@ def tilt_rad(quat: np.ndarray) -> float:
 
 def _check_sensors(robot: RobotSpec, config: SupervisorConfig) -> None:
     """Refuse a config whose checks need a sensor the robot does not have."""
-    needs = [("max_tilt_rad", "imu_site", config.max_tilt_rad), ("max_wrench_n", "ft_site", config.max_wrench_n),
-             ("workspace", "ee_site", config.workspace)]
+    needs = [
+        ("max_tilt_rad", "imu_site", config.max_tilt_rad),
+        ("max_wrench_n", "ft_site", config.max_wrench_n),
+        ("workspace", "ee_site", config.workspace),
+    ]
     for option, site, value in needs:
         if value is not None and getattr(robot.sensors, site) is None:
-            raise ValueError(f"SupervisorConfig.{option} needs a sensor robot {robot.name!r} lacks "
-                             f"(Sensors.{site} is None); set {option}=None")
+            raise ValueError(
+                f"SupervisorConfig.{option} needs a sensor robot {robot.name!r} lacks "
+                f"(Sensors.{site} is None); set {option}=None"
+            )
 
 
-__all__ = ["COUNTERS", "Event", "Phase", "PhaseError", "SafetySupervisor", "SupervisorConfig", "UnsafeCommand",
-           "tilt_rad"]
+__all__ = [
+    "COUNTERS",
+    "Event",
+    "Phase",
+    "PhaseError",
+    "SafetySupervisor",
+    "SupervisorConfig",
+    "UnsafeCommand",
+    "tilt_rad",
+]

@@ -124,20 +124,27 @@ def _task(args) -> int:
 
     library = Library.load(args.library)
     problem = parse_problem_text(read_text(args.problem), args.problem)
-    resolved, notes = library.resolve_problem(Problem(problem.name, problem.domain_name, problem.objects,
-                                                      problem.init, frozenset()))
+    resolved, notes = library.resolve_problem(
+        Problem(problem.name, problem.domain_name, problem.objects, problem.init, frozenset())
+    )
     for n in notes:
         _say(f"{args.problem}: {n}")
     if args.instruction:
         client = ChatClient(args.llm_url, args.llm_model) if args.llm_url else None
-        goal = goal_from_instruction(args.instruction, resolved.objects, library.fusion.domain.predicates,
-                                     client=client, resolve=library.resolve_predicate)
+        goal = goal_from_instruction(
+            args.instruction,
+            resolved.objects,
+            library.fusion.domain.predicates,
+            client=client,
+            resolve=library.resolve_predicate,
+        )
     else:
         goal = library.resolve_problem(problem)[0].goal
     resolved = Problem(resolved.name, resolved.domain_name, resolved.objects, resolved.init, goal)
     _say("goal:", " ".join(map(str, sorted(goal))))
-    task = library.plan_task(resolved, args.instruction, args.planner or "fast-downward", args.timeout,
-                             fallback=args.planner is None)
+    task = library.plan_task(
+        resolved, args.instruction, args.planner or "fast-downward", args.timeout, fallback=args.planner is None
+    )
     for name in task.retrieval.selected:
         _say(f"retrieved {name}: {task.retrieval.reasons[name]}")
     if args.meta_out:
@@ -149,8 +156,16 @@ def _task(args) -> int:
 def _demo(args) -> int:
     from embody.planners.demo import DemoConfig, run_demo
 
-    report = run_demo(DemoConfig(problem=args.problem, instruction=args.instruction, library=args.library,
-                                 video=not args.no_video, perturb=args.perturb), Path(args.out))
+    report = run_demo(
+        DemoConfig(
+            problem=args.problem,
+            instruction=args.instruction,
+            library=args.library,
+            video=not args.no_video,
+            perturb=args.perturb,
+        ),
+        Path(args.out),
+    )
     print(json.dumps(report, indent=1))
     return exits.OK if report["goal_reached"] else exits.UNSOLVABLE
 
@@ -164,8 +179,11 @@ group("plan", "PDDL planning: learn domains from traces, fuse, solve, plan tasks
 def _common(q: argparse.ArgumentParser, planner: bool = True) -> None:
     q.add_argument("--embedder", default="minilm", choices=("minilm", "lexical"), help="name embeddings")
     if planner:
-        q.add_argument("--planner", choices=("fast-downward", "fast-downward-opt", "pyperplan"),
-                       help="default: fast-downward, falling back to pyperplan if it cannot run")
+        q.add_argument(
+            "--planner",
+            choices=("fast-downward", "fast-downward-opt", "pyperplan"),
+            help="default: fast-downward, falling back to pyperplan if it cannot run",
+        )
         q.add_argument("--timeout", type=positive_float, default=60.0, help="planning time limit [s]")
 
 
@@ -210,14 +228,18 @@ def _demo_arguments(q: argparse.ArgumentParser) -> None:
     q.add_argument("--library", help="plan with domains retrieved from this library (default: the reference domain)")
     q.add_argument("--out", default="runs/plan-demo", help="folder for plan.txt, demo.mp4, report.json")
     q.add_argument("--no-video", action="store_true")
-    q.add_argument("--perturb", metavar="STEP:KIND:OBJ", help="inject a failure after the STEP-th executed step, e.g. "
-                   "7:drop:b1 (kinds: drop, knock, far, open-drawer, close-drawer)")
+    q.add_argument(
+        "--perturb",
+        metavar="STEP:KIND:OBJ",
+        help="inject a failure after the STEP-th executed step, e.g. "
+        "7:drop:b1 (kinds: drop, knock, far, open-drawer, close-drawer)",
+    )
 
 
-command("plan learn", "learn atomic domains from trace files (or take PDDL domains) into a library",
-        _learn_arguments)(_learn)
-command("plan fuse", "fuse domains into one (unify names, deduplicate operators, causal graph)",
-        _fuse_arguments)(_fuse)
+command("plan learn", "learn atomic domains from trace files (or take PDDL domains) into a library", _learn_arguments)(
+    _learn
+)
+command("plan fuse", "fuse domains into one (unify names, deduplicate operators, causal graph)", _fuse_arguments)(_fuse)
 command("plan solve", "plan a problem in a domain", _solve_arguments)(_solve)
 command("plan task", "plan an instruction with domains retrieved from a library", _task_arguments)(_task)
 command("plan demo", "plan and execute a task in the tabletop scene, re-planning on failure", _demo_arguments)(_demo)

@@ -34,6 +34,7 @@ DEFAULT_PROBLEM = """(define (problem demo) (:domain tabletop)
 class DemoConfig:
     """Settings of ``run_demo`` (``embody plan demo``): the problem, an optional instruction or
     library, video, an injected failure, the planner."""
+
     problem: str | None = None  # a problem file; None: DEFAULT_PROBLEM (far block into drawer, tower, peg)
     instruction: str | None = None  # the goal as an instruction (rule-based grounding) instead of the problem's
     library: str | None = None  # plan with domains retrieved from this library; None: the reference domain
@@ -103,15 +104,24 @@ def run_demo(cfg: DemoConfig, out: Path) -> dict:
         if perturb and record.index + 1 == perturb[0]:  # STEP counts executed steps from 1
             scene_.perturb(perturb[1], perturb[2])
 
-    report = execute_plan(scene, ref, problem, steps, replan=plan, video=out / "demo.mp4" if cfg.video else None,
-                          on_step=on_step)
+    report = execute_plan(
+        scene, ref, problem, steps, replan=plan, video=out / "demo.mp4" if cfg.video else None, on_step=on_step
+    )
     summary = {
         "goal": [str(a) for a in sorted(problem.goal)],
         "goal_reached": report.goal_reached,
         "replans": report.replans,
-        "steps": [{"step": f"({r.action} {' '.join(r.args)})", "ok": r.ok, "plan": r.plan, "message": r.message,
-                   "missing": [str(a) for a in sorted(r.expected_missing)],
-                   "unexpected": [str(a) for a in sorted(r.unexpected)]} for r in report.steps],
+        "steps": [
+            {
+                "step": f"({r.action} {' '.join(r.args)})",
+                "ok": r.ok,
+                "plan": r.plan,
+                "message": r.message,
+                "missing": [str(a) for a in sorted(r.expected_missing)],
+                "unexpected": [str(a) for a in sorted(r.unexpected)],
+            }
+            for r in report.steps
+        ],
         "video": str(report.video) if report.video else None,
         "message": report.message,
     }

@@ -12,8 +12,9 @@ from __future__ import annotations
 import os
 import re
 import zlib
-from functools import lru_cache
-from typing import Protocol, Sequence
+from collections.abc import Sequence
+from functools import cache
+from typing import Protocol
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from embody.extras import require
 
 class Embedder(Protocol):
     """Turns names and instructions into unit vectors whose dot product is their similarity; ``name`` identifies it."""
+
     name: str
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -39,6 +41,7 @@ class MiniLMEmbedder:
 
     Loads in ~10 s: get it through ``get_embedder`` rather than building one per use.
     """
+
     name = "minilm"
 
     def __init__(self, device: str = "cpu"):
@@ -59,6 +62,7 @@ class MiniLMEmbedder:
 
 class LexicalEmbedder:
     """Hashed character trigrams, D = ``dim`` (512): no model, no extra; similar spelling, not meaning."""
+
     name = "lexical"
     dim = 512
 
@@ -68,7 +72,7 @@ class LexicalEmbedder:
         for i, t in enumerate(texts):
             padded = f"  {t.lower()} "
             for k in range(len(padded) - 2):
-                out[i, zlib.crc32(padded[k:k + 3].encode()) % self.dim] += 1.0
+                out[i, zlib.crc32(padded[k : k + 3].encode()) % self.dim] += 1.0
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-9)
 
@@ -76,7 +80,7 @@ class LexicalEmbedder:
 EMBEDDERS = ("minilm", "lexical")
 
 
-@lru_cache(maxsize=None)
+@cache
 def get_embedder(name: str = "minilm") -> Embedder:
     """The shared embedder called ``name`` (one per process: the model loads once)."""
     if name == "minilm":

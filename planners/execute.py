@@ -17,9 +17,9 @@ Scenes are duck-typed: ``facts() -> frozenset[Atom]``, ``run(action, args) -> re
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 from .pddl import Atom, Domain, Problem
 from .solve import PlanningError
@@ -106,9 +106,17 @@ class _Video:
         return self.path
 
 
-def execute_plan(scene, domain: Domain, problem: Problem, plan_steps: Sequence[Atom], *,
-                 replan: Callable[[frozenset[Atom]], Sequence[Atom]] | None = None, max_replans: int = 3,
-                 video: Path | None = None, on_step: Callable[[StepRecord], None] | None = None) -> ExecutionReport:
+def execute_plan(
+    scene,
+    domain: Domain,
+    problem: Problem,
+    plan_steps: Sequence[Atom],
+    *,
+    replan: Callable[[frozenset[Atom]], Sequence[Atom]] | None = None,
+    max_replans: int = 3,
+    video: Path | None = None,
+    on_step: Callable[[StepRecord], None] | None = None,
+) -> ExecutionReport:
     """Run ``plan_steps`` (Atom(action, args)) on ``scene``; see the module docstring.
     ``on_step(record)`` is called after every step (failure injection, progress output); the
     facts are read again after it. With ``video``, all frames go into that MP4."""
@@ -140,19 +148,36 @@ def execute_plan(scene, domain: Domain, problem: Problem, plan_steps: Sequence[A
     finally:
         path = out.close()
     reached = goal <= facts
-    return ExecutionReport(success=reached, goal_reached=reached, steps=steps, replans=replans, final_facts=facts, video=path,
-                           message=message or ("goal reached" if reached else ""))
+    return ExecutionReport(
+        success=reached,
+        goal_reached=reached,
+        steps=steps,
+        replans=replans,
+        final_facts=facts,
+        video=path,
+        message=message or ("goal reached" if reached else ""),
+    )
 
 
-def _run_step(scene, domain: Domain, step: Atom, before: frozenset[Atom], goal: frozenset[Atom],
-              index: int, plan: int) -> StepRecord:
+def _run_step(
+    scene, domain: Domain, step: Atom, before: frozenset[Atom], goal: frozenset[Atom], index: int, plan: int
+) -> StepRecord:
     pre, expected, touched = expected_effects(domain, step, before)
     action, args = step.predicate, tuple(step.args)
     if not pre <= before:
         missing = pre - before
-        return StepRecord(index, action, args, False, missing, frozenset(),
-                          f"preconditions do not hold: {' '.join(map(str, sorted(missing)))}", skill_ok=False,
-                          plan=plan, facts_after=before)
+        return StepRecord(
+            index,
+            action,
+            args,
+            False,
+            missing,
+            frozenset(),
+            f"preconditions do not hold: {' '.join(map(str, sorted(missing)))}",
+            skill_ok=False,
+            plan=plan,
+            facts_after=before,
+        )
     result = scene.run(action, args)
     observed = scene.facts()
     missing = (expected - observed) & (touched | goal)
@@ -161,7 +186,9 @@ def _run_step(scene, domain: Domain, step: Atom, before: frozenset[Atom], goal: 
     if result.ok and (missing or unexpected):
         message += "; effects differ: " + ", ".join(
             [f"missing {' '.join(map(str, sorted(missing)))}"] * bool(missing)
-            + [f"unexpected {' '.join(map(str, sorted(unexpected)))}"] * bool(unexpected))
+            + [f"unexpected {' '.join(map(str, sorted(unexpected)))}"] * bool(unexpected)
+        )
     ok = bool(result.ok) and not missing and not unexpected
-    return StepRecord(index, action, args, ok, missing, unexpected, message, skill_ok=bool(result.ok), plan=plan,
-                      facts_after=observed)
+    return StepRecord(
+        index, action, args, ok, missing, unexpected, message, skill_ok=bool(result.ok), plan=plan, facts_after=observed
+    )

@@ -33,14 +33,14 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Sequence
 
 from embody.files import write_atomic
 
 from .embed import LexicalEmbedder, get_embedder, similarity
-from .pddl import Atom, Domain, Operator, Predicate, PDDLError, Problem, check_domain
+from .pddl import Atom, Domain, Operator, PDDLError, Predicate, Problem, check_domain
 
 
 class FusionConflict(PDDLError):
@@ -50,6 +50,7 @@ class FusionConflict(PDDLError):
 @dataclass(frozen=True)
 class FusionConfig:
     """Settings of ``fuse``: the embedder, the merge thresholds and bonus, and what to do on a conflict."""
+
     embedder: str = "minilm"  # "minilm" | "lexical"
     type_threshold: float = 0.75  # score (name similarity + bonus) to merge two types
     predicate_threshold: float = 0.6  # ... two predicates with the same signature
@@ -60,6 +61,7 @@ class FusionConfig:
 @dataclass(frozen=True)
 class Merge:
     """One recorded merge or rename of ``fuse``: what was merged (``domain:name`` each), into what, and why."""
+
     kind: str  # "type" | "predicate" | "operator" | "rename"
     sources: tuple[str, ...]  # "domain:name" of everything merged
     into: str
@@ -78,6 +80,7 @@ class Fusion:
     apart; ``causal_edges``: (operator A, operator B, predicate A adds and B requires);
     ``sources[operator]``: the ``"domain:action"`` it came from.
     """
+
     domain: Domain
     renames: dict[str, dict[str, dict[str, str]]]  # source -> {"types"|"predicates"|"actions": {name: fused name}}
     merges: list[Merge]
@@ -93,15 +96,26 @@ class Fusion:
         """Counts: ``domain`` (its name), ``operators``, ``predicates``, ``types``, ``causal_edges``,
         ``merges``, ``conflicts``."""
         d = self.domain
-        return {"domain": d.name, "operators": len(d.operators), "predicates": len(d.predicates),
-                "types": len(d.types), "causal_edges": len(self.causal_edges), "merges": len(self.merges),
-                "conflicts": len(self.conflicts)}
+        return {
+            "domain": d.name,
+            "operators": len(d.operators),
+            "predicates": len(d.predicates),
+            "types": len(d.types),
+            "causal_edges": len(self.causal_edges),
+            "merges": len(self.merges),
+            "conflicts": len(self.conflicts),
+        }
 
     def to_json(self) -> dict:
         """The fusion report: ``summary``, ``renames``, ``merges``, ``conflicts``, ``causal_edges``, ``sources``."""
-        return {"summary": self.summary(), "renames": self.renames, "merges": [asdict(m) for m in self.merges],
-                "conflicts": self.conflicts, "causal_edges": [list(e) for e in self.causal_edges],
-                "sources": self.sources}
+        return {
+            "summary": self.summary(),
+            "renames": self.renames,
+            "merges": [asdict(m) for m in self.merges],
+            "conflicts": self.conflicts,
+            "causal_edges": [list(e) for e in self.causal_edges],
+            "sources": self.sources,
+        }
 
     def save_report(self, path: str | Path) -> Path:
         """Write ``to_json()`` to ``path`` (atomically); returns the path."""
@@ -126,8 +140,10 @@ def _cluster(keys: list, users: dict, sim, threshold: float, kind: str, label) -
             k = parent[k]
         return k
 
-    pairs = sorted(((sim[i, j], i, j) for i in range(len(keys)) for j in range(i + 1, len(keys))
-                    if sim[i, j] >= threshold), reverse=True)
+    pairs = sorted(
+        ((sim[i, j], i, j) for i in range(len(keys)) for j in range(i + 1, len(keys)) if sim[i, j] >= threshold),
+        reverse=True,
+    )
     reasons = {}
     for s, i, j in pairs:
         a, b = root(keys[i]), root(keys[j])
@@ -159,8 +175,12 @@ def _unify_types(domains: Sequence[Domain], cfg: FusionConfig, embedder) -> tupl
         return {k: k for k in keys}, []
     sim = similarity(embedder, keys, keys)
     index = {k: i for i, k in enumerate(keys)}
-    aligned = {frozenset((ta, tb)) for a, b in _operator_pairs(domains)
-               for (_, ta), (_, tb) in zip(a.params, b.params) if ta != tb}
+    aligned = {
+        frozenset((ta, tb))
+        for a, b in _operator_pairs(domains)
+        for (_, ta), (_, tb) in zip(a.params, b.params)
+        if ta != tb
+    }
     for ta, tb in aligned:  # the bonus once per pair, however many operators align it
         sim[index[ta], index[tb]] = sim[index[tb], index[ta]] = sim[index[ta], index[tb]] + cfg.alignment_bonus
     return _cluster(keys, users, sim, cfg.type_threshold, "type", str)
@@ -174,7 +194,7 @@ def _operator_pairs(domains: Sequence[Domain]):
             by_name.setdefault((o.name, len(o.params)), []).append((i, o))
     for group in by_name.values():
         for k, (i, a) in enumerate(group):
-            for j, b in group[k + 1:]:
+            for j, b in group[k + 1 :]:
                 if i != j:
                     yield a, b
 
@@ -238,8 +258,9 @@ def _unify_predicates(domains: Sequence[Domain], tmap: dict, cfg: FusionConfig, 
         name = c[0]
         if name in taken and taken[name] != c[1]:
             new = f"{name}-{users[c][0]}"
-            merges.append(Merge("rename", (f"{users[c][0]}:{name}",), new,
-                                f"another predicate {name} has a different signature"))
+            merges.append(
+                Merge("rename", (f"{users[c][0]}:{name}",), new, f"another predicate {name} has a different signature")
+            )
             name = new
         taken[name] = c[1]
         final[c] = name
@@ -283,16 +304,21 @@ def _merge_operators(renamed: list[tuple[str, Operator]], cfg: FusionConfig):
             nested = k.preconditions <= op.preconditions or op.preconditions <= k.preconditions
             if same_eff and (k.preconditions == op.preconditions or k.name == op.name or nested):
                 pre = k.preconditions | op.preconditions
-                why = "same structure" if k.preconditions == op.preconditions else \
-                    f"same effects; preconditions unioned (+{' '.join(map(str, sorted(pre - k.preconditions))) or 'none'})"
+                why = (
+                    "same structure"
+                    if k.preconditions == op.preconditions
+                    else f"same effects; preconditions unioned (+{' '.join(map(str, sorted(pre - k.preconditions))) or 'none'})"
+                )
                 merges.append(Merge("operator", (*srcs[i], f"{dname}:{op.name}"), k.name, why))
                 kept[i] = Operator(k.name, k.params, pre, k.add, k.delete)
                 srcs[i].append(f"{dname}:{op.name}")
                 amap[(dname, op.name)] = k.name
                 break
             if k.name == op.name and _contradicts(k, op):
-                msg = (f"operator {op.name}: {dname} and {', '.join(s.split(':')[0] for s in srcs[i])} contradict: "
-                       f"{' '.join(map(str, sorted(_contradicts(k, op))))} is added by one and deleted by the other")
+                msg = (
+                    f"operator {op.name}: {dname} and {', '.join(s.split(':')[0] for s in srcs[i])} contradict: "
+                    f"{' '.join(map(str, sorted(_contradicts(k, op))))} is added by one and deleted by the other"
+                )
                 if cfg.on_conflict == "error":
                     raise FusionConflict(msg)
                 conflicts.append(msg)
@@ -310,15 +336,24 @@ def _merge_operators(renamed: list[tuple[str, Operator]], cfg: FusionConfig):
 def causal_edges(domain: Domain) -> list[tuple[str, str, str]]:
     """(A, B, p) for each predicate p that operator A adds and operator B has as a precondition."""
     adds = {o.name: {a.predicate for a in o.add} for o in domain.operators}
-    return [(a.name, b.name, p) for a in domain.operators for b in domain.operators
-            for p in sorted(adds[a.name] & {x.predicate for x in b.preconditions})]
+    return [
+        (a.name, b.name, p)
+        for a in domain.operators
+        for b in domain.operators
+        for p in sorted(adds[a.name] & {x.predicate for x in b.preconditions})
+    ]
 
 
 # ---------------------------------------------------------------- public
 
 
-def fuse(domains: Sequence[Domain], name: str = "fused", cfg: FusionConfig = FusionConfig(),
-         embedder=None, unify: bool = True) -> Fusion:
+def fuse(
+    domains: Sequence[Domain],
+    name: str = "fused",
+    cfg: FusionConfig = FusionConfig(),
+    embedder=None,
+    unify: bool = True,
+) -> Fusion:
     """Fuse ``domains`` (distinct names) into one domain; see the module docstring.
 
     ``unify=False``: merge only identical type and predicate names (the naive union, or domains
@@ -340,11 +375,14 @@ def fuse(domains: Sequence[Domain], name: str = "fused", cfg: FusionConfig = Fus
     check_domain(fused)
     # Complete maps (unchanged names too), so that merged_renames can tell a name two sources use
     # differently from one only a single source uses.
-    renames = {d.name: {
-        "types": {t: tmap[t] for t in d.types},
-        "predicates": {p.name: pmap[(d.name, p.name)] for p in d.predicates},
-        "actions": {o.name: amap[(d.name, o.name)] for o in d.operators},
-    } for d in domains}
+    renames = {
+        d.name: {
+            "types": {t: tmap[t] for t in d.types},
+            "predicates": {p.name: pmap[(d.name, p.name)] for p in d.predicates},
+            "actions": {o.name: amap[(d.name, o.name)] for o in d.operators},
+        }
+        for d in domains
+    }
     return Fusion(fused, renames, type_merges + pred_merges + op_merges, conflicts, causal_edges(fused), sources)
 
 
@@ -374,5 +412,10 @@ def rename_problem(problem: Problem, renames: dict[str, dict[str, str]], domain_
     def atoms(s):
         return frozenset(Atom(pm.get(a.predicate, a.predicate), a.args) for a in s)
 
-    return Problem(problem.name, domain_name, {o: tm.get(t, t) for o, t in problem.objects.items()},
-                   atoms(problem.init), atoms(problem.goal))
+    return Problem(
+        problem.name,
+        domain_name,
+        {o: tm.get(t, t) for o, t in problem.objects.items()},
+        atoms(problem.init),
+        atoms(problem.goal),
+    )

@@ -15,11 +15,11 @@ Two ways to ground an instruction in the scene's objects and a domain's predicat
 from __future__ import annotations
 
 import re
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from embody import exits
-
-from embody.chat import API_KEY_ENV, ChatClient, ChatError, one_line as _one_line  # noqa: F401 (re-exported)
+from embody.chat import API_KEY_ENV, ChatClient, ChatError  # noqa: F401 (re-exported)
+from embody.chat import one_line as _one_line
 
 from .pddl import Atom, PDDLError, Predicate, _check_atom
 
@@ -28,6 +28,7 @@ Resolve = Callable[[str, int], "str | None"]  # (concept, arity) -> predicate na
 
 class LanguageError(ValueError):
     """The instruction could not be turned into a valid goal, or the LLM endpoint failed."""
+
     exit_code = exits.INPUT
 
 
@@ -40,12 +41,21 @@ def _signature(p: Predicate) -> str:
 
 def goal_messages(instruction: str, objects: dict[str, str], predicates: Sequence[Predicate]) -> list[dict]:
     """The chat messages ``llm_goal`` sends: objects with types, typed predicates, the instruction."""
-    system = ("You translate a robot instruction into a PDDL goal. Use only the listed objects and "
-              "predicates, with arguments of the listed types. Answer with ONLY the goal, in the form "
-              "(and (predicate arg ...) ...), positive atoms only, no explanation.")
-    user = "\n".join(["Objects:", *(f"  {o} - {t}" for o, t in objects.items()),
-                      "Predicates:", *(f"  {_signature(p)}" for p in predicates),
-                      f"Instruction: {instruction}", "Goal:"])
+    system = (
+        "You translate a robot instruction into a PDDL goal. Use only the listed objects and "
+        "predicates, with arguments of the listed types. Answer with ONLY the goal, in the form "
+        "(and (predicate arg ...) ...), positive atoms only, no explanation."
+    )
+    user = "\n".join(
+        [
+            "Objects:",
+            *(f"  {o} - {t}" for o, t in objects.items()),
+            "Predicates:",
+            *(f"  {_signature(p)}" for p in predicates),
+            f"Instruction: {instruction}",
+            "Goal:",
+        ]
+    )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
@@ -59,7 +69,7 @@ def _groups(text: str) -> list[str]:
         for end in range(start, len(text)):
             depth += {"(": 1, ")": -1}.get(text[end], 0)
             if depth == 0:
-                out.append(text[start:end + 1])
+                out.append(text[start : end + 1])
                 break
     return out
 
@@ -107,10 +117,15 @@ def _atoms(expr, reply: str) -> list[list[str]]:
     """Flatten ``and`` (nested too); anything else than a positive atom is an error."""
     if expr and isinstance(expr[0], str) and expr[0].lower() == "and":
         return [a for part in expr[1:] for a in _atoms(part, reply)]
-    if isinstance(expr, str) or not expr or not all(isinstance(x, str) for x in expr) or \
-            expr[0].lower() in ("not", "or", "forall", "exists", "imply", "when"):
-        raise LanguageError(f"LLM goal: only positive atoms are supported, got {_unparse(expr)}; "
-                            f"reply: {_one_line(reply)!r}")
+    if (
+        isinstance(expr, str)
+        or not expr
+        or not all(isinstance(x, str) for x in expr)
+        or expr[0].lower() in ("not", "or", "forall", "exists", "imply", "when")
+    ):
+        raise LanguageError(
+            f"LLM goal: only positive atoms are supported, got {_unparse(expr)}; reply: {_one_line(reply)!r}"
+        )
     return [expr]
 
 
@@ -132,8 +147,9 @@ def parse_goal(reply: str, objects: dict[str, str], predicates: Sequence[Predica
     return frozenset(goal)
 
 
-def _checked(atom: Atom, predicates: Sequence[Predicate], objects: dict[str, str], where: str,
-             suffix: str = "") -> Atom:
+def _checked(
+    atom: Atom, predicates: Sequence[Predicate], objects: dict[str, str], where: str, suffix: str = ""
+) -> Atom:
     try:
         _check_atom(where, atom, {p.name: p for p in predicates}, objects, "is not an object of the scene")
     except PDDLError as e:
@@ -141,8 +157,9 @@ def _checked(atom: Atom, predicates: Sequence[Predicate], objects: dict[str, str
     return atom
 
 
-def llm_goal(instruction: str, objects: dict[str, str], predicates: Sequence[Predicate],
-             client: ChatClient) -> frozenset[Atom]:
+def llm_goal(
+    instruction: str, objects: dict[str, str], predicates: Sequence[Predicate], client: ChatClient
+) -> frozenset[Atom]:
     """Ask ``client`` for the goal of ``instruction`` and check it (``parse_goal``); an endpoint
     failure (``ChatError``) is raised as a ``LanguageError``, the one error of this module."""
     try:
@@ -161,11 +178,13 @@ CONTAINERS = {"drawer": "in-drawer", "hole": "inserted"}
 # A later clause that places an object again overrides the earlier place (and drawers likewise).
 EXCLUSIVE = ({"on", "ontable", "holding", "in-drawer", "inserted", "in"}, {"drawer-open", "drawer-closed"})
 FILLERS = {"please", "first", "now", "finally", "also", "next", "afterwards"}
-TEMPLATES_HELP = ("put X on Y | put X on the table | put X in D | stack X on Y | "
-                  "build a tower X Y Z (top to bottom; add 'bottom to top' to reverse) | open/close D | "
-                  "insert P [into H] | push/bring X within reach | pick up/hold X | clear X | empty the hand; "
-                  "X may be a list ('b1 and b2'), 'the T' (the only object of type T), 'all Ts' or 'it' "
-                  "(the object named last before this clause); clauses joined by 'and', 'then', commas")
+TEMPLATES_HELP = (
+    "put X on Y | put X on the table | put X in D | stack X on Y | "
+    "build a tower X Y Z (top to bottom; add 'bottom to top' to reverse) | open/close D | "
+    "insert P [into H] | push/bring X within reach | pick up/hold X | clear X | empty the hand; "
+    "X may be a list ('b1 and b2'), 'the T' (the only object of type T), 'all Ts' or 'it' "
+    "(the object named last before this clause); clauses joined by 'and', 'then', commas"
+)
 
 _O, _L = r"<\d+>", r"<\d+>(?:(?: ,)?(?: and)? <\d+>)*"
 _PUT = r"put|place|set|move|lay|drop|leave|return|stack"
@@ -173,8 +192,11 @@ _TEMPLATES: list[tuple[str, str]] = [  # (regex on the normalized clause, kind)
     (rf"(?P<verb>put down|set down|{_PUT}) (?P<a>{_L})(?: down)? (?:on|onto) the table", "table"),
     (rf"(?P<verb>put down|set down) (?P<a>{_L})", "table"),
     (rf"(?P<verb>put|set|lay) (?P<a>{_L}) down", "table"),
-    (rf"(?P<verb>build|make|form|stack) (?:a |the )?tower (?:of |with |from |using )?(?P<a>{_L})"
-     r"(?P<order> (?:from )?(?:top to bottom|bottom to top|bottom up|top down))?", "tower"),
+    (
+        rf"(?P<verb>build|make|form|stack) (?:a |the )?tower (?:of |with |from |using )?(?P<a>{_L})"
+        r"(?P<order> (?:from )?(?:top to bottom|bottom to top|bottom up|top down))?",
+        "tower",
+    ),
     (rf"(?P<verb>{_PUT}) (?P<a>{_O}) (?:on top of|onto|on|upon|atop) (?P<b>{_O})", "on"),
     (rf"(?P<verb>{_PUT}|store|stow|insert|plug) (?P<a>{_L}) (?:into|inside|in) (?P<b>{_O})", "in"),
     (rf"(?P<verb>insert|plug in|plug) (?P<a>{_O})", "insert"),
@@ -210,8 +232,9 @@ class _Scene:
         if not found:
             raise LanguageError(f"{phrase!r} in {self.instruction!r}: there is no {typ} in the scene")
         if len(found) > 1:
-            raise LanguageError(f"{phrase!r} in {self.instruction!r} is ambiguous: there are {len(found)}: "
-                                f"{', '.join(found)}; name one")
+            raise LanguageError(
+                f"{phrase!r} in {self.instruction!r} is ambiguous: there are {len(found)}: {', '.join(found)}; name one"
+            )
         return found[0]
 
     def slot(self, name: str) -> str:
@@ -247,7 +270,7 @@ class _Scene:
                 out.extend(self.slot(o) for o in self.of_type(typ))
                 return j + 1
         if t == "it":  # the object named last outside this clause ("put b1 in it": not b1)
-            earlier = [r for r in self.refs if r not in self.refs[self.clause_start:]]
+            earlier = [r for r in self.refs if r not in self.refs[self.clause_start :]]
             if earlier:
                 out.append(self.slot(earlier[-1]))
                 return i + 1
@@ -280,8 +303,14 @@ def _facts(kind: str, m: re.Match, scene: _Scene, clause: str) -> list[tuple[str
         return [(concept, (x, b[0])) for x in a]
     if kind == "insert":
         return [("inserted", (a[0], scene.the("hole", f"insert {a[0]} (into which hole?)")))]
-    simple = {"table": "ontable", "reach": "reachable", "hold": "holding", "open": "drawer-open",
-              "close": "drawer-closed", "clear": "clear"}
+    simple = {
+        "table": "ontable",
+        "reach": "reachable",
+        "hold": "holding",
+        "open": "drawer-open",
+        "close": "drawer-closed",
+        "clear": "clear",
+    }
     if kind == "on":
         return [("on", (a[0], b[0]))]
     if kind == "handempty":
@@ -305,17 +334,20 @@ def _parse(instruction: str, scene: _Scene) -> list[tuple[str, tuple[str, ...]]]
     rest, facts, verb = scene.normalize(), [], None
     while rest:
         sep = _SEPARATOR.match(rest)
-        rest = rest[sep.end():] if sep else rest
+        rest = rest[sep.end() :] if sep else rest
         found = _match(rest, verb)
         if found is None:
-            raise LanguageError(f"cannot understand {scene.text(rest)!r} in {instruction!r}; "
-                                f"supported: {TEMPLATES_HELP}")
+            raise LanguageError(
+                f"cannot understand {scene.text(rest)!r} in {instruction!r}; supported: {TEMPLATES_HELP}"
+            )
         m, kind, text = found
         facts += _facts(kind, m, scene, m.group(0))
-        verb, rest = m.group("verb"), text[m.end():].lstrip()
+        verb, rest = m.group("verb"), text[m.end() :].lstrip()
         if rest and not _SEPARATOR.match(rest):
-            raise LanguageError(f"cannot understand {scene.text(rest)!r} after {scene.text(m.group(0))!r} in "
-                                f"{instruction!r}; supported: {TEMPLATES_HELP}")
+            raise LanguageError(
+                f"cannot understand {scene.text(rest)!r} after {scene.text(m.group(0))!r} in "
+                f"{instruction!r}; supported: {TEMPLATES_HELP}"
+            )
     if not facts:
         raise LanguageError(f"no goal in instruction {instruction!r}; supported: {TEMPLATES_HELP}")
     return facts
@@ -332,8 +364,9 @@ def _final(facts: list[tuple[str, tuple[str, ...]]]) -> list[tuple[str, tuple[st
     return kept
 
 
-def _predicate_for(concepts: tuple[str, ...], arity: int, predicates: Sequence[Predicate],
-                   resolve: Resolve | None, cache: dict) -> str:
+def _predicate_for(
+    concepts: tuple[str, ...], arity: int, predicates: Sequence[Predicate], resolve: Resolve | None, cache: dict
+) -> str:
     """The caller's predicate for the first concept that has one: exact name, else ``resolve``."""
     preds = {p.name: p for p in predicates}
     for c in concepts:
@@ -346,16 +379,21 @@ def _predicate_for(concepts: tuple[str, ...], arity: int, predicates: Sequence[P
         if name is None:
             continue
         if name not in preds or len(preds[name].params) != arity:
-            raise LanguageError(f"resolve({c!r}, {arity}) gave {name!r}, which is not a predicate with "
-                                f"{arity} argument(s) among: {', '.join(sorted(preds))}")
+            raise LanguageError(
+                f"resolve({c!r}, {arity}) gave {name!r}, which is not a predicate with "
+                f"{arity} argument(s) among: {', '.join(sorted(preds))}"
+            )
         return name
     hint = "" if resolve is not None else "; pass resolve= to map concepts to your predicate names"
-    raise LanguageError(f"no predicate for concept {concepts[0]!r} ({arity} argument(s)) among: "
-                        f"{', '.join(sorted(preds)) or '(none)'}{hint}")
+    raise LanguageError(
+        f"no predicate for concept {concepts[0]!r} ({arity} argument(s)) among: "
+        f"{', '.join(sorted(preds)) or '(none)'}{hint}"
+    )
 
 
-def rule_goal(instruction: str, objects: dict[str, str], predicates: Sequence[Predicate],
-              resolve: Resolve | None = None) -> frozenset[Atom]:
+def rule_goal(
+    instruction: str, objects: dict[str, str], predicates: Sequence[Predicate], resolve: Resolve | None = None
+) -> frozenset[Atom]:
     """The goal of a templated English instruction (``TEMPLATES_HELP``), with no endpoint.
 
     Objects are named as in ``objects`` (any case), as 'the T' when exactly one object has type
@@ -379,8 +417,13 @@ def rule_goal(instruction: str, objects: dict[str, str], predicates: Sequence[Pr
     return frozenset(goal)
 
 
-def goal_from_instruction(instruction: str, objects: dict[str, str], predicates: Sequence[Predicate],
-                          client: ChatClient | None = None, resolve: Resolve | None = None) -> frozenset[Atom]:
+def goal_from_instruction(
+    instruction: str,
+    objects: dict[str, str],
+    predicates: Sequence[Predicate],
+    client: ChatClient | None = None,
+    resolve: Resolve | None = None,
+) -> frozenset[Atom]:
     """``llm_goal`` with ``client``, else ``rule_goal`` (``resolve`` is used by the rules only)."""
     if client is not None:
         return llm_goal(instruction, objects, predicates, client)

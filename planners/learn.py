@@ -35,9 +35,10 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from embody import exits
 from embody.files import write_atomic
@@ -47,17 +48,20 @@ from .pddl import Atom, Domain, Operator, Predicate, check_domain
 
 class TraceFormatError(ValueError):
     """A malformed trace file; the message names the file and the trace/step."""
+
     exit_code = exits.INPUT
 
 
 class LearningError(ValueError):
     """Raised by ``learn_domain(strict=True)`` when the traces have any issue."""
+
     exit_code = exits.INPUT
 
 
 @dataclass(frozen=True)
 class Step:
     """One demonstrated step: the action, its object arguments and the complete ground states before and after it."""
+
     action: str
     args: tuple[str, ...]
     before: frozenset[Atom]
@@ -67,6 +71,7 @@ class Step:
 @dataclass
 class Trace:
     """One demonstration: its objects (name → type) and its steps in order."""
+
     name: str
     objects: dict[str, str]  # object -> type
     steps: list[Step] = field(default_factory=list)
@@ -138,7 +143,7 @@ def load_traces(path: str | Path) -> list[Trace]:
         raise TraceFormatError(f"{path}: line {e.lineno}, column {e.colno}: invalid JSON: {e.msg}") from e
     if isinstance(data, dict):
         if "traces" not in data:
-            raise TraceFormatError(f"{path}: expected {{\"traces\": [...]}} or a list of traces")
+            raise TraceFormatError(f'{path}: expected {{"traces": [...]}} or a list of traces')
         data = data["traces"]
     if not isinstance(data, list):
         raise TraceFormatError(f"{path}: 'traces' must be a list")
@@ -151,11 +156,19 @@ def save_traces(traces: Iterable[Trace], path: str | Path) -> Path:
     def facts(s: frozenset[Atom]) -> list[list[str]]:
         return [[a.predicate, *a.args] for a in sorted(s)]
 
-    data = {"traces": [
-        {"name": t.name, "objects": t.objects, "steps": [
-            {"action": s.action, "args": list(s.args), "before": facts(s.before), "after": facts(s.after)}
-            for s in t.steps]}
-        for t in traces]}
+    data = {
+        "traces": [
+            {
+                "name": t.name,
+                "objects": t.objects,
+                "steps": [
+                    {"action": s.action, "args": list(s.args), "before": facts(s.before), "after": facts(s.after)}
+                    for s in t.steps
+                ],
+            }
+            for t in traces
+        ]
+    }
     return write_atomic(path, json.dumps(data, indent=1))
 
 
@@ -216,8 +229,14 @@ def _check_chain(trace: Trace, issues: list[Issue]) -> None:
                 parts.append(f"missing {_show(prev - cur)}")
             if cur - prev:
                 parts.append(f"unexpected {_show(cur - prev)}")
-            issues.append(Issue(trace.name, j, "state",
-                                f"state before differs from the state after step {j - 1}: {'; '.join(parts)}"))
+            issues.append(
+                Issue(
+                    trace.name,
+                    j,
+                    "state",
+                    f"state before differs from the state after step {j - 1}: {'; '.join(parts)}",
+                )
+            )
 
 
 def _predicates(traces: list[Trace], issues: list[Issue]) -> dict[str, tuple[str, ...]]:
@@ -238,21 +257,32 @@ def _predicates(traces: list[Trace], issues: list[Issue]) -> dict[str, tuple[str
         out[name] = sig
         for other, n in others:
             tname, j = first[(name, other)]
-            issues.append(Issue(tname, j, "predicate",
-                                f"predicate {name} used with types ({', '.join(other)}) in {n} fact(s); "
-                                f"({', '.join(sig)}) is used elsewhere and kept"))
+            issues.append(
+                Issue(
+                    tname,
+                    j,
+                    "predicate",
+                    f"predicate {name} used with types ({', '.join(other)}) in {n} fact(s); "
+                    f"({', '.join(sig)}) is used elsewhere and kept",
+                )
+            )
     return out
 
 
-def _learn_operator(action: str, occs: list[_Occurrence], min_support: float,
-                    issues: list[Issue]) -> Operator:
+def _learn_operator(action: str, occs: list[_Occurrence], min_support: float, issues: list[Issue]) -> Operator:
     sigs = Counter(o.types for o in occs)
     types, _ = sigs.most_common(1)[0]
     for o in occs:
         if o.types != types:
-            issues.append(Issue(o.trace, o.step, "type",
-                                f"{o.call}: argument types ({', '.join(o.types)}) differ from "
-                                f"({', '.join(types)}) in {sigs[types]} other occurrence(s); step ignored"))
+            issues.append(
+                Issue(
+                    o.trace,
+                    o.step,
+                    "type",
+                    f"{o.call}: argument types ({', '.join(o.types)}) differ from "
+                    f"({', '.join(types)}) in {sigs[types]} other occurrence(s); step ignored",
+                )
+            )
     occs = [o for o in occs if o.types == types]
     need = max(1, math.ceil(min_support * len(occs) - 1e-9))
 
@@ -262,8 +292,14 @@ def _learn_operator(action: str, occs: list[_Occurrence], min_support: float,
 
     pre, add, delete = supported("pre"), supported("add"), supported("delete")
     for a in add & delete:  # only possible with min_support <= 0.5
-        issues.append(Issue(occs[0].trace, occs[0].step, "effect",
-                            f"{action}: {a} is both added and deleted by as many demonstrations; dropped"))
+        issues.append(
+            Issue(
+                occs[0].trace,
+                occs[0].step,
+                "effect",
+                f"{action}: {a} is both added and deleted by as many demonstrations; dropped",
+            )
+        )
     add, delete = add - delete, delete - add
     # Report each occurrence against the most common effect set, so one bad demonstration gives
     # one issue (comparing with the learned effects would blame every good one under min_support=1).
@@ -271,8 +307,10 @@ def _learn_operator(action: str, occs: list[_Occurrence], min_support: float,
     (m_add, m_del), n_modal = effect_sets.most_common(1)[0]
     for o in occs:
         eff: list[str] = []
-        for mine, mine_opp, theirs, verb, opposite in ((o.add, o.delete, m_add, "adds", m_del),
-                                                       (o.delete, o.add, m_del, "deletes", m_add)):
+        for mine, mine_opp, theirs, verb, opposite in (
+            (o.add, o.delete, m_add, "adds", m_del),
+            (o.delete, o.add, m_del, "deletes", m_add),
+        ):
             if mine & opposite:
                 other = "delete" if verb == "adds" else "add"
                 eff.append(f"{verb} {_show(mine & opposite)}, which they {other}")
@@ -281,18 +319,30 @@ def _learn_operator(action: str, occs: list[_Occurrence], min_support: float,
             if theirs - mine - mine_opp:  # (the opposite case was reported just above)
                 eff.append(f"does not {verb[:-1]} {_show(theirs - mine - mine_opp)}")
         if eff:
-            issues.append(Issue(o.trace, o.step, "effect",
-                                f"{o.call}: effects contradict the {n_modal} other demonstration(s) of {action}: "
-                                + "; ".join(eff)))
+            issues.append(
+                Issue(
+                    o.trace,
+                    o.step,
+                    "effect",
+                    f"{o.call}: effects contradict the {n_modal} other demonstration(s) of {action}: " + "; ".join(eff),
+                )
+            )
         if pre - o.pre:
-            issues.append(Issue(o.trace, o.step, "precondition",
-                                f"{o.call}: kept precondition(s) were false before this step: {_show(pre - o.pre)}"))
+            issues.append(
+                Issue(
+                    o.trace,
+                    o.step,
+                    "precondition",
+                    f"{o.call}: kept precondition(s) were false before this step: {_show(pre - o.pre)}",
+                )
+            )
     params = tuple((f"?{t}{k + 1}", t) for k, t in enumerate(types))
     return Operator(action, params, pre, add, delete)
 
 
-def learn_domain(traces: Iterable[Trace], name: str = "learned", *, min_support: float = 1.0,
-                 strict: bool = False) -> tuple[Domain, list[Issue]]:
+def learn_domain(
+    traces: Iterable[Trace], name: str = "learned", *, min_support: float = 1.0, strict: bool = False
+) -> tuple[Domain, list[Issue]]:
     """Learn a typed STRIPS domain from traces; return it and the list of issues found.
 
     ``min_support`` (0 < s <= 1): fraction of an action's occurrences in which a precondition must
@@ -315,8 +365,9 @@ def learn_domain(traces: Iterable[Trace], name: str = "learned", *, min_support:
     for action, action_occs in occs.items():
         op = _learn_operator(action, action_occs, min_support, issues)
         operators.append(_fit_predicates(op, pred_types, action_occs[0], issues))
-    predicates = tuple(Predicate(p, tuple((f"?{t}{k + 1}", t) for k, t in enumerate(sig)))
-                       for p, sig in sorted(pred_types.items()))
+    predicates = tuple(
+        Predicate(p, tuple((f"?{t}{k + 1}", t) for k, t in enumerate(sig))) for p, sig in sorted(pred_types.items())
+    )
     types = tuple(sorted({t for tr in traces for t in tr.objects.values()}))
     domain = Domain(name, types, predicates, tuple(operators))
     # Sort issues by where they are, so the report reads like the traces.
@@ -327,16 +378,23 @@ def learn_domain(traces: Iterable[Trace], name: str = "learned", *, min_support:
     return domain, issues
 
 
-def _fit_predicates(op: Operator, pred_types: dict[str, tuple[str, ...]], where: _Occurrence,
-                    issues: list[Issue]) -> Operator:
+def _fit_predicates(
+    op: Operator, pred_types: dict[str, tuple[str, ...]], where: _Occurrence, issues: list[Issue]
+) -> Operator:
     """Drop atoms whose argument types disagree with the predicate's (kept) types; reported."""
     vtype = dict(op.params)
 
     def fit(atoms: frozenset[Atom]) -> frozenset[Atom]:
         ok = frozenset(a for a in atoms if tuple(vtype[x] for x in a.args) == pred_types.get(a.predicate))
         if atoms - ok:
-            issues.append(Issue(where.trace, where.step, "predicate",
-                                f"{op.name}: dropped atoms with mistyped arguments: {_show(atoms - ok)}"))
+            issues.append(
+                Issue(
+                    where.trace,
+                    where.step,
+                    "predicate",
+                    f"{op.name}: dropped atoms with mistyped arguments: {_show(atoms - ok)}",
+                )
+            )
         return ok
 
     return Operator(op.name, op.params, fit(op.preconditions), fit(op.add), fit(op.delete))

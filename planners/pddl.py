@@ -32,6 +32,7 @@ from embody.files import write_atomic
 
 class PDDLError(ValueError):
     """Malformed or unsupported PDDL; the message names the file and, where known, the line."""
+
     exit_code = exits.INPUT
 
 
@@ -51,6 +52,7 @@ Params = tuple[tuple[str, str], ...]  # ((var, type), ...)
 @dataclass(frozen=True)
 class Predicate:
     """A predicate's name and its typed parameters ``((?var, type), ...)``."""
+
     name: str
     params: Params = ()
 
@@ -59,6 +61,7 @@ class Predicate:
 class Operator:
     """A STRIPS action schema: typed parameters ``((?var, type), ...)``; preconditions, add and
     delete effects as atoms over those variables."""
+
     name: str
     params: Params
     preconditions: frozenset[Atom]
@@ -69,6 +72,7 @@ class Operator:
 @dataclass(frozen=True)
 class Domain:
     """A typed STRIPS domain; ``types`` lists the declared types, each a direct subtype of ``object``."""
+
     name: str
     types: tuple[str, ...]
     predicates: tuple[Predicate, ...]
@@ -92,6 +96,7 @@ class Domain:
 @dataclass(frozen=True)
 class Problem:
     """Objects (name → type), the ground initial state (closed world) and the goal (ground atoms, a conjunction)."""
+
     name: str
     domain_name: str
     objects: dict[str, str] = field(hash=False)
@@ -116,8 +121,13 @@ def check_domain(domain: Domain) -> None:
             raise PDDLError(f"domain {domain.name}: operator {op.name}: repeated parameter name")
         for part, atoms in (("precondition", op.preconditions), ("add", op.add), ("delete", op.delete)):
             for a in atoms:
-                _check_atom(f"domain {domain.name}: operator {op.name}: {part} {a}", a, preds, vtypes,
-                            "is not a parameter of the operator")
+                _check_atom(
+                    f"domain {domain.name}: operator {op.name}: {part} {a}",
+                    a,
+                    preds,
+                    vtypes,
+                    "is not a parameter of the operator",
+                )
 
 
 def _check_atom(where: str, a: Atom, preds: dict, typed: dict[str, str], unknown: str) -> None:
@@ -236,9 +246,12 @@ def _up_domain(domain: Domain) -> _UPDomain:
         used = {t for p in domain.predicates for _, t in p.params} | {t for o in domain.operators for _, t in o.params}
         root = tm.UserType("object") if "object" in used else None
         types = {t: tm.UserType(t, root) for t in domain.types} | ({"object": root} if root else {})
-        fluents = {p.name: model.Fluent(p.name, tm.BoolType(), [model.Parameter(v[1:], types[t], env)
-                                                                 for v, t in p.params], env)
-                   for p in domain.predicates}
+        fluents = {
+            p.name: model.Fluent(
+                p.name, tm.BoolType(), [model.Parameter(v[1:], types[t], env) for v, t in p.params], env
+            )
+            for p in domain.predicates
+        }
         actions = tuple(_up_action(op, types, fluents, env) for op in domain.operators)
     return _UPDomain(types, fluents, actions)
 
@@ -332,11 +345,12 @@ def _err(source: str, lst: list, msg: str) -> PDDLError:
 
 def _show(x, limit: int = 80) -> str:
     """PDDL text of a parsed expression, shortened, for messages."""
+
     def text(y) -> str:
         return "(" + " ".join(text(z) for z in y[1:]) + ")" if isinstance(y, list) else str(y)
 
     s = text(x)
-    return s if len(s) <= limit else s[:limit - 3] + "..."
+    return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
 def _header_name(text: str, kind: str) -> str | None:
@@ -352,12 +366,39 @@ def _raw_case(text: str, kind: str, name: str) -> str:
 
 # Heads that make a formula more than an atom: named in errors rather than read as unknown predicates.
 # (Not the temporal "at"/"over": durative actions are rejected anyway, and "at" is a common predicate.)
-_CONNECTIVES = frozenset({"and", "not", "or", "imply", "forall", "exists", "when", "either", "=", "<", ">", "<=",
-                          ">=", "increase", "decrease", "assign", "scale-up", "scale-down", "preference"})
+_CONNECTIVES = frozenset(
+    {
+        "and",
+        "not",
+        "or",
+        "imply",
+        "forall",
+        "exists",
+        "when",
+        "either",
+        "=",
+        "<",
+        ">",
+        "<=",
+        ">=",
+        "increase",
+        "decrease",
+        "assign",
+        "scale-up",
+        "scale-down",
+        "preference",
+    }
+)
 # Domain sections outside the typed STRIPS fragment, by what they declare.
-_UNSUPPORTED = {":functions": "numeric fluents (:functions)", ":constants": "domain constants (:constants)",
-                ":durative-action": "durative actions", ":derived": "derived predicates",
-                ":constraints": "constraints", ":process": "processes", ":event": "events"}
+_UNSUPPORTED = {
+    ":functions": "numeric fluents (:functions)",
+    ":constants": "domain constants (:constants)",
+    ":durative-action": "durative actions",
+    ":derived": "derived predicates",
+    ":constraints": "constraints",
+    ":process": "processes",
+    ":event": "events",
+}
 _DOMAIN_SECTIONS = (":requirements", ":types", ":predicates", ":action")
 
 
@@ -424,8 +465,9 @@ def _types(sec: list, source: str) -> list[str]:
 
 def _predicate(p, source: str, sec: list, types: set[str]) -> Predicate:
     if not isinstance(p, list) or len(p) < 2 or not isinstance(p[1], str) or p[1] in _CONNECTIVES:
-        raise _err(source, p if isinstance(p, list) else sec,
-                   f"':predicates' expects (name ?var - type ...), got {_show(p)}")
+        raise _err(
+            source, p if isinstance(p, list) else sec, f"':predicates' expects (name ?var - type ...), got {_show(p)}"
+        )
     return Predicate(p[1], _var_list(p[2:], source, p, f"predicate {p[1]}", types))
 
 
@@ -436,8 +478,9 @@ def _action_fields(sec: list, source: str) -> tuple[str, dict]:
     for i in range(0, len(rest), 2):
         key = rest[i]
         if key not in (":parameters", ":precondition", ":effect"):
-            raise _err(source, sec, f"action {name}: unsupported {_show(key)} (expected :parameters, "
-                                    ":precondition, :effect)")
+            raise _err(
+                source, sec, f"action {name}: unsupported {_show(key)} (expected :parameters, :precondition, :effect)"
+            )
         if i + 1 == len(rest):
             raise _err(source, sec, f"action {name}: {key} has no value")
         fields[key] = rest[i + 1]
@@ -455,18 +498,34 @@ def _action(sec: list, source: str, types: set[str], preds: dict[str, Predicate]
     eff = _literals(fields.get(":effect", [sec[0]]), source, sec, f"action {name} effect", effect=True)
     for part, lits in (("precondition", pre), ("effect", eff)):
         for _, a, lst in lits:
-            _check_atom(f"{source}: {_where(lst)}: action {name} {part} {a}", a, preds, vtypes,
-                        "is not a parameter of the operator")
-    return Operator(name, params, frozenset(a for _, a, _ in pre), frozenset(a for pos, a, _ in eff if pos),
-                    frozenset(a for pos, a, _ in eff if not pos))
+            _check_atom(
+                f"{source}: {_where(lst)}: action {name} {part} {a}",
+                a,
+                preds,
+                vtypes,
+                "is not a parameter of the operator",
+            )
+    return Operator(
+        name,
+        params,
+        frozenset(a for _, a, _ in pre),
+        frozenset(a for pos, a, _ in eff if pos),
+        frozenset(a for pos, a, _ in eff if not pos),
+    )
 
 
 def _define(text: str, source: str, kind: str, header: str) -> tuple[str, list]:
     """``(define (KIND NAME) section...)``: NAME and the sections."""
     top = [x for x in _sexpr(text, source) if isinstance(x, list)]
     d = top[0] if len(top) == 1 else []
-    if len(d) < 3 or d[1] != "define" or not isinstance(d[2], list) or len(d[2]) != 3 or d[2][1] != kind \
-            or not isinstance(d[2][2], str):
+    if (
+        len(d) < 3
+        or d[1] != "define"
+        or not isinstance(d[2], list)
+        or len(d[2]) != 3
+        or d[2][1] != kind
+        or not isinstance(d[2][2], str)
+    ):
         raise PDDLError(f"{source}: no '{header}' header")
     return d[2][2], d[3:]
 
@@ -476,8 +535,9 @@ def _domain_sections(sections: list, source: str) -> dict[str, list]:
     out: dict[str, list] = {h: [] for h in _DOMAIN_SECTIONS}
     for sec in sections:
         if not isinstance(sec, list) or len(sec) < 2 or not isinstance(sec[1], str):
-            raise PDDLError(f"{source}: {_where(sec) + ': ' if isinstance(sec, list) else ''}"
-                            f"unexpected {_show(sec)} in the domain")
+            raise PDDLError(
+                f"{source}: {_where(sec) + ': ' if isinstance(sec, list) else ''}unexpected {_show(sec)} in the domain"
+            )
         head = sec[1]
         if head in _UNSUPPORTED:
             raise _err(source, sec, f"{_UNSUPPORTED[head]} are not supported")
@@ -561,8 +621,9 @@ def parse_problem_text(text: str, source: str = "<problem>") -> Problem:
     return _problem_parts(text, source)[0]
 
 
-def parse_problem(domain_text: str, problem_text: str, domain_source: str = "<domain>",
-                  problem_source: str = "<problem>") -> Problem:
+def parse_problem(
+    domain_text: str, problem_text: str, domain_source: str = "<domain>", problem_source: str = "<problem>"
+) -> Problem:
     """Parse problem PDDL text against its domain's text."""
     # The domain first, so that its errors are blamed on the domain file.
     domain = parse_domain(domain_text, domain_source)

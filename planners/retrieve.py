@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from .solve import Plan, solve
 @dataclass(frozen=True)
 class RetrievalConfig:
     """How many atomics ``retrieve`` takes for their description alone, above which similarity, and at most in all."""
+
     text_top_k: int = 1  # atomics taken for their description alone (0: none)
     text_threshold: float = 0.35  # ... if at least this similar to the instruction
     max_domains: int = 12
@@ -43,6 +44,7 @@ class RetrievalConfig:
 @dataclass
 class Atomic:
     """An atomic domain of a library as listed in ``library.json``."""
+
     name: str
     file: str  # relative to the library folder
     description: str = ""
@@ -53,6 +55,7 @@ class Atomic:
 @dataclass
 class Retrieval:
     """What ``retrieve`` chose: atomic names in order, why each (name → reason), and whether the goal is reachable."""
+
     selected: list[str]  # atomic names, in the order chosen
     reasons: dict[str, str]
     goal_reachable: bool  # under the delete relaxation, with the selected atomics
@@ -62,6 +65,7 @@ class Retrieval:
 class TaskPlan:
     """What ``plan_task`` returns: the plan in the meta-domain's names, the same steps named by
     skill, the retrieval, the meta-domain's fusion, and notes (e.g. atoms dropped from the problem)."""
+
     plan: Plan  # in the meta-domain's names
     skills: tuple[Atom, ...]  # the same steps, each action named as in its source domain (the skill)
     retrieval: Retrieval
@@ -80,8 +84,12 @@ def _ground(op: Operator, objects: dict[str, str]) -> list[tuple[frozenset[Atom]
         if len(set(combo)) != len(combo):
             continue  # learned operators never bind one object twice
         b = dict(zip((v for v, _ in op.params), combo))
-        out.append((frozenset(Atom(a.predicate, tuple(b.get(x, x) for x in a.args)) for a in op.preconditions),
-                    frozenset(Atom(a.predicate, tuple(b.get(x, x) for x in a.args)) for a in op.add)))
+        out.append(
+            (
+                frozenset(Atom(a.predicate, tuple(b.get(x, x) for x in a.args)) for a in op.preconditions),
+                frozenset(Atom(a.predicate, tuple(b.get(x, x) for x in a.args)) for a in op.add),
+            )
+        )
     return out
 
 
@@ -121,8 +129,9 @@ def _nearest(name: str, candidates: list[str], embedder: str, threshold: float) 
     return (candidates[i] if s[i] >= threshold else None), float(s[i])
 
 
-def resolve_predicate(domain: Domain, name: str, arity: int, embedder: str = "minilm",
-                      threshold: float = 0.55) -> str | None:
+def resolve_predicate(
+    domain: Domain, name: str, arity: int, embedder: str = "minilm", threshold: float = 0.55
+) -> str | None:
     """``name`` if ``domain`` has it with this arity, else its most similar predicate of that arity."""
     arities = {p.name: len(p.params) for p in domain.predicates}
     if arities.get(name) == arity:
@@ -130,8 +139,9 @@ def resolve_predicate(domain: Domain, name: str, arity: int, embedder: str = "mi
     return _nearest(name, [n for n, k in arities.items() if k == arity], embedder, threshold)[0]
 
 
-def resolve_problem(problem: Problem, domain: Domain, renames: dict | None = None, embedder: str = "minilm",
-                    threshold: float = 0.55) -> tuple[Problem, list[str]]:
+def resolve_problem(
+    problem: Problem, domain: Domain, renames: dict | None = None, embedder: str = "minilm", threshold: float = 0.55
+) -> tuple[Problem, list[str]]:
     """``problem`` in ``domain``'s vocabulary, restricted to what the domain can talk about.
 
     Names go through the rename map first, then to the most similar name of the domain (predicates:
@@ -143,8 +153,11 @@ def resolve_problem(problem: Problem, domain: Domain, renames: dict | None = Non
     tmap: dict[str, str | None] = {t: t for t in domain.types} | {"object": "object"}
     for t in sorted(set(problem.objects.values()) - set(tmap)):
         tmap[t], s = _nearest(t, list(domain.types), embedder, threshold)
-        notes.append(f"type {t} -> {tmap[t]} (similarity {s:.2f})" if tmap[t] else
-                     f"objects of type {t} dropped (no such type in {domain.name}; best similarity {s:.2f})")
+        notes.append(
+            f"type {t} -> {tmap[t]} (similarity {s:.2f})"
+            if tmap[t]
+            else f"objects of type {t} dropped (no such type in {domain.name}; best similarity {s:.2f})"
+        )
     objects = {o: tmap[t] for o, t in problem.objects.items() if tmap[t]}
     pmap: dict[str, str | None] = {p.name: p.name for p in domain.predicates}
     for a in sorted(problem.init | problem.goal):
@@ -177,21 +190,35 @@ class Library:
     (folder layout in the module docstring). ``root``: the folder it was loaded from or saved to
     (None for one built and not saved yet)."""
 
-    def __init__(self, root: Path | None, atomics: list[Atomic], domains: dict[str, Domain], fusion: Fusion,
-                 cfg: FusionConfig):
+    def __init__(
+        self, root: Path | None, atomics: list[Atomic], domains: dict[str, Domain], fusion: Fusion, cfg: FusionConfig
+    ):
         self.root, self.atomics, self.domains, self.fusion, self.cfg = root, atomics, domains, fusion, cfg
         self.renames = merged_renames(fusion.renames)
 
     @classmethod
-    def build(cls, domains: Sequence[Domain], descriptions: dict[str, str] | None = None,
-              sources: dict[str, str] | None = None, issues: dict[str, list[str]] | None = None,
-              cfg: FusionConfig = FusionConfig()) -> Library:
+    def build(
+        cls,
+        domains: Sequence[Domain],
+        descriptions: dict[str, str] | None = None,
+        sources: dict[str, str] | None = None,
+        issues: dict[str, list[str]] | None = None,
+        cfg: FusionConfig = FusionConfig(),
+    ) -> Library:
         """A library (not yet saved) of ``domains`` (distinct names), fused with ``cfg``; the optional maps
         are keyed by domain name. Raises what ``fuse`` raises (``FusionConflict``, ``PDDLError``)."""
         descriptions, sources, issues = descriptions or {}, sources or {}, issues or {}
         fusion = fuse(domains, "unified", cfg)
-        atomics = [Atomic(d.name, f"atomic/{d.name}.pddl", descriptions.get(d.name, ""), sources.get(d.name, ""),
-                          issues.get(d.name, [])) for d in domains]
+        atomics = [
+            Atomic(
+                d.name,
+                f"atomic/{d.name}.pddl",
+                descriptions.get(d.name, ""),
+                sources.get(d.name, ""),
+                issues.get(d.name, []),
+            )
+            for d in domains
+        ]
         return cls(None, atomics, {d.name: d for d in domains}, fusion, cfg)
 
     def save(self, root: str | Path) -> Path:
@@ -234,17 +261,28 @@ class Library:
         def atoms(s):
             return frozenset(Atom(pm.get(a.predicate, a.predicate), a.args) for a in s)
 
-        ops = tuple(Operator(am.get(o.name, o.name), tuple((v, tm.get(t, t)) for v, t in o.params),
-                             atoms(o.preconditions), atoms(o.add), atoms(o.delete)) for o in d.operators)
-        preds = tuple(replace(p, name=pm.get(p.name, p.name), params=tuple((v, tm.get(t, t)) for v, t in p.params))
-                      for p in d.predicates)
+        ops = tuple(
+            Operator(
+                am.get(o.name, o.name),
+                tuple((v, tm.get(t, t)) for v, t in o.params),
+                atoms(o.preconditions),
+                atoms(o.add),
+                atoms(o.delete),
+            )
+            for o in d.operators
+        )
+        preds = tuple(
+            replace(p, name=pm.get(p.name, p.name), params=tuple((v, tm.get(t, t)) for v, t in p.params))
+            for p in d.predicates
+        )
         return Domain(name, tuple(tm.get(t, t) for t in d.types), preds, ops)
 
     def resolve_predicate(self, name: str, arity: int, threshold: float = 0.55) -> str | None:
         """The library's predicate for ``name`` (a user's or the reference vocabulary's): the name itself,
         its rename, or the most similar name of the same arity (None below ``threshold``)."""
-        return resolve_predicate(self.fusion.domain, self.renames["predicates"].get(name, name), arity,
-                                 self.cfg.embedder, threshold)
+        return resolve_predicate(
+            self.fusion.domain, self.renames["predicates"].get(name, name), arity, self.cfg.embedder, threshold
+        )
 
     def resolve_problem(self, problem: Problem, threshold: float = 0.55) -> tuple[Problem, list[str]]:
         """``problem`` in the library's vocabulary (see ``resolve_problem``)."""
@@ -252,14 +290,15 @@ class Library:
 
     # ------------------------------------------------------------ retrieval
 
-    def retrieve(self, problem: Problem, instruction: str | None = None,
-                 cfg: RetrievalConfig = RetrievalConfig()) -> Retrieval:
+    def retrieve(
+        self, problem: Problem, instruction: str | None = None, cfg: RetrievalConfig = RetrievalConfig()
+    ) -> Retrieval:
         """Atomics for ``problem`` (already in the library's vocabulary, see ``resolve_problem``)."""
         names = [a.name for a in self.atomics]
         ground = {n: [g for o in self.unified_atomic(n).operators for g in _ground(o, problem.objects)] for n in names}
         text = self.instruction_similarity(instruction) if instruction else np.zeros(len(names))
         selected, reasons = [], {}
-        for i in np.argsort(-text)[:cfg.text_top_k if instruction else 0]:
+        for i in np.argsort(-text)[: cfg.text_top_k if instruction else 0]:
             if text[i] >= cfg.text_threshold:
                 selected.append(names[i])
                 reasons[names[i]] = f"instruction similarity {text[i]:.2f}"
@@ -270,8 +309,11 @@ class Library:
 
         current = reach(selected)
         while not problem.goal <= current and len(selected) < cfg.max_domains:
-            gains = [(len((reach(selected + [n]) - current) & relevant), text[k], n)
-                     for k, n in enumerate(names) if n not in selected]
+            gains = [
+                (len((reach(selected + [n]) - current) & relevant), text[k], n)
+                for k, n in enumerate(names)
+                if n not in selected
+            ]
             if not gains:
                 break
             gain, _, best = max(gains)
@@ -284,8 +326,9 @@ class Library:
 
     def instruction_similarity(self, instruction: str) -> np.ndarray:
         """(n_atomics,) similarity of the instruction to each atomic's description (or its operator names)."""
-        descs = [a.description or " ".join(humanize(o.name) for o in self.domains[a.name].operators)
-                 for a in self.atomics]
+        descs = [
+            a.description or " ".join(humanize(o.name) for o in self.domains[a.name].operators) for a in self.atomics
+        ]
         return similarity(get_embedder(self.cfg.embedder), [instruction], descs)[0]
 
     def rank_by_instruction(self, instruction: str) -> list[str]:
@@ -297,8 +340,14 @@ class Library:
         """Fuse the selected atomics (already unified: no further name merging) into one domain."""
         return fuse([self.unified_atomic(n) for n in selected], name, self.cfg, unify=False)
 
-    def plan_task(self, problem: Problem, instruction: str | None = None, planner: str = "fast-downward",
-                  timeout_s: float = 60.0, fallback: bool = True) -> TaskPlan:
+    def plan_task(
+        self,
+        problem: Problem,
+        instruction: str | None = None,
+        planner: str = "fast-downward",
+        timeout_s: float = 60.0,
+        fallback: bool = True,
+    ) -> TaskPlan:
         """Resolve ``problem`` (any vocabulary) → retrieve → fuse the meta-domain → plan → skill names.
 
         Raises ``PDDLError`` when the goal cannot be expressed in the library's vocabulary, and

@@ -45,6 +45,7 @@ class PlanningError(RuntimeError):
 
 class NoPlan(PlanningError):
     """No plan was found: the problem is unsolvable (or the planner ran out of time)."""
+
     exit_code = exits.UNSOLVABLE
     exit_label = "unsolvable"
 
@@ -52,6 +53,7 @@ class NoPlan(PlanningError):
 @dataclass(frozen=True)
 class Plan:
     """A validated plan: steps as Atom(action, *args), the planner that found it, planning + validation time (s)."""
+
     steps: tuple[Atom, ...]  # (action, args) in order; Atom reused as a name + arguments pair
     planner: str
     time_s: float  # wall time of planning + validation
@@ -69,12 +71,14 @@ class Plan:
 
 class PlanTimeout(NoPlan):
     """The planner ran out of time."""
+
     exit_code = exits.TIMEOUT
     exit_label = "timeout"
 
 
 class PlannerUnavailable(PlanningError):
     """The engine could not run (as opposed to: it ran and found no plan)."""
+
     exit_code = exits.NO_PLANNER
     exit_label = "planner not available"
 
@@ -96,8 +100,10 @@ class _Task(NamedTuple):
 
 
 # The search of each Fast Downward planner, as up-fast-downward's engines run it (``_get_cmd``).
-_FD_SEARCH = {"fast-downward": (["--alias", "lama-first"], []),
-              "fast-downward-opt": ([], ["--search-options", "--search", "astar(lmcut())"])}
+_FD_SEARCH = {
+    "fast-downward": (["--alias", "lama-first"], []),
+    "fast-downward-opt": ([], ["--search-options", "--search", "astar(lmcut())"]),
+}
 # Fast Downward's exit codes (fast-downward.org, "exit codes"), mapped as up-fast-downward's
 # ``_result_status`` does, except that 0-3 without a plan file mean a failure (a Python traceback
 # exits with 1, an argument error with 2), not "no plan".
@@ -111,8 +117,20 @@ def _fd_command(planner: str, driver: Path, timeout_s: float) -> list[str]:
     """The driver's command line, on ``domain.pddl`` and ``problem.pddl`` in its working directory."""
     before, after = _FD_SEARCH[planner]
     # The driver takes whole seconds (of CPU time); the subprocess timeout is the wall-clock limit.
-    return [sys.executable, str(driver), "--plan-file", "plan", "--search-time-limit", f"{max(1, int(timeout_s))}s",
-            "--log-level", "info", *before, "domain.pddl", "problem.pddl", *after]
+    return [
+        sys.executable,
+        str(driver),
+        "--plan-file",
+        "plan",
+        "--search-time-limit",
+        f"{max(1, int(timeout_s))}s",
+        "--log-level",
+        "info",
+        *before,
+        "domain.pddl",
+        "problem.pddl",
+        *after,
+    ]
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -129,8 +147,9 @@ def _kill_group(proc: subprocess.Popen) -> None:
 def _drive(cmd: list[str], cwd: Path, timeout_s: float) -> tuple[int | None, str]:
     """Run ``cmd`` in a new process group: its exit code (None when killed after ``timeout_s``) and
     its output."""
-    proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    )
     try:
         out, code = proc.communicate(timeout=timeout_s)[0], proc.returncode
     except subprocess.TimeoutExpired:
@@ -183,8 +202,10 @@ def _fd_failure(planner: str, name: str, code: int | None, log: str, timeout_s: 
         raise NoPlan(f"{planner} {_FD_UNSOLVABLE[code]} no plan for problem {name!r}")
     status = _FD_FAILURE.get(code, "INTERNAL_ERROR")
     tail = " ".join(log.split())[-500:]
-    raise PlannerUnavailable(f"{planner} ended with {status} (exit code {code}"
-                             f"{', no plan file' if code in _FD_PLAN_FOUND else ''}){': ' + tail if tail else ''}")
+    raise PlannerUnavailable(
+        f"{planner} ended with {status} (exit code {code}"
+        f"{', no plan file' if code in _FD_PLAN_FOUND else ''}){': ' + tail if tail else ''}"
+    )
 
 
 def _up_engine(planner: str, up_problem, timeout_s: float):
@@ -253,8 +274,9 @@ def _invalid(up_problem, up_plan) -> str | None:
     return why + (f": {result.inapplicable_action}" if result.inapplicable_action is not None else "")
 
 
-def solve(domain: Domain, problem: Problem, planner: str = DEFAULT_PLANNER, timeout_s: float = 60.0,
-          fallback: bool = True) -> Plan:
+def solve(
+    domain: Domain, problem: Problem, planner: str = DEFAULT_PLANNER, timeout_s: float = 60.0, fallback: bool = True
+) -> Plan:
     """Find and validate a plan for ``problem`` in ``domain``.
 
     Raises ``ValueError`` for an unknown planner, ``NoPlan`` when no plan exists, ``PlanTimeout``

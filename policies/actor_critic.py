@@ -17,6 +17,7 @@ from .networks import Normalizer, mlp
 @dataclass
 class ActorCriticConfig:
     """Layer sizes, activation, initial action std and obs normalization of ``ActorCritic`` (saved in checkpoints)."""
+
     actor_hidden: list[int] = field(default_factory=lambda: [64, 64])
     critic_hidden: list[int] = field(default_factory=lambda: [64, 64])
     activation: str = "tanh"
@@ -32,8 +33,9 @@ class ActorCritic(nn.Module):
     through running normalizers (``obs_norm``, ``critic_norm``) that ``update_normalizers`` feeds.
     """
 
-    def __init__(self, obs_size: int, action_size: int, privileged_size: int = 0,
-                 config: ActorCriticConfig | None = None):
+    def __init__(
+        self, obs_size: int, action_size: int, privileged_size: int = 0, config: ActorCriticConfig | None = None
+    ):
         super().__init__()
         self.config = config = config or ActorCriticConfig()
         self.obs_size, self.action_size, self.privileged_size = obs_size, action_size, privileged_size
@@ -48,11 +50,15 @@ class ActorCritic(nn.Module):
         """What ``ActorCritic(**kwargs)`` needs to rebuild this network (saved in checkpoints)."""
         from dataclasses import asdict
 
-        return {"obs_size": self.obs_size, "action_size": self.action_size,
-                "privileged_size": self.privileged_size, "config": asdict(self.config)}
+        return {
+            "obs_size": self.obs_size,
+            "action_size": self.action_size,
+            "privileged_size": self.privileged_size,
+            "config": asdict(self.config),
+        }
 
     @classmethod
-    def from_kwargs(cls, kwargs: dict) -> "ActorCritic":
+    def from_kwargs(cls, kwargs: dict) -> ActorCritic:
         """Rebuild from ``init_kwargs()`` (``config`` as a dict); used by ``load_checkpoint``."""
         kwargs = dict(kwargs)
         kwargs["config"] = ActorCriticConfig(**kwargs.get("config", {}))

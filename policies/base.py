@@ -22,6 +22,7 @@ class Policy(Protocol):
     ``save_checkpoint`` a policy is also an ``nn.Module`` with ``init_kwargs()`` / ``from_kwargs``
     and is registered in ``POLICY_CLASSES`` under its class name.
     """
+
     obs_size: int
     action_size: int
 

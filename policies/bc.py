@@ -10,8 +10,8 @@ any episode start inside the window) are run but not scored.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 import torch
 
@@ -24,6 +24,7 @@ LOSSES = ("mse", "gaussian-nll")
 @dataclass
 class BCConfig:
     """Settings of ``train_bc``: epochs, minibatch size, optimizer, loss, and the BPTT window of recurrent policies."""
+
     epochs: int = 50
     batch_size: int = 256  # transitions per minibatch; recurrent: max(1, batch_size // seq_len) windows
     lr: float = 1e-3
@@ -41,8 +42,12 @@ def is_recurrent(policy) -> bool:
     return hasattr(policy, "forward_sequence")
 
 
-def train_bc(policy: torch.nn.Module, dataset: Demonstrations, config: BCConfig | None = None,
-             progress_cb: Callable[[dict], bool | None] | None = None) -> dict:
+def train_bc(
+    policy: torch.nn.Module,
+    dataset: Demonstrations,
+    config: BCConfig | None = None,
+    progress_cb: Callable[[dict], bool | None] | None = None,
+) -> dict:
     """Train ``policy`` in place on ``dataset``; ``progress_cb(epoch_metrics)`` may return True to stop.
 
     Returns the last epoch's mean ``loss`` and ``mse`` (training data), ``epochs``,
@@ -52,8 +57,10 @@ def train_bc(policy: torch.nn.Module, dataset: Demonstrations, config: BCConfig 
     if cfg.loss not in LOSSES:
         raise ValueError(f"unknown BC loss {cfg.loss!r}; valid: {list(LOSSES)}")
     if (dataset.obs_size, dataset.action_size) != (policy.obs_size, policy.action_size):
-        raise ValueError(f"demonstrations have obs/action sizes {dataset.obs_size}/{dataset.action_size}, "
-                         f"the policy {policy.obs_size}/{policy.action_size}")
+        raise ValueError(
+            f"demonstrations have obs/action sizes {dataset.obs_size}/{dataset.action_size}, "
+            f"the policy {policy.obs_size}/{policy.action_size}"
+        )
     device = policy.log_std.device
     obs, actions, starts = dataset.obs.to(device), dataset.actions.to(device), dataset.episode_starts.to(device)
     if cfg.fit_normalizer and isinstance(policy.obs_norm, Normalizer):
@@ -64,7 +71,7 @@ def train_bc(policy: torch.nn.Module, dataset: Demonstrations, config: BCConfig 
     policy.train()
     start, steps, metrics = time.perf_counter(), 0, {}
     for epoch in range(cfg.epochs):
-        batches = (_windows(obs, actions, starts, cfg, gen) if recurrent else _pairs(obs, actions, cfg, gen))
+        batches = _windows(obs, actions, starts, cfg, gen) if recurrent else _pairs(obs, actions, cfg, gen)
         totals = {"loss": 0.0, "mse": 0.0}
         n_batches = 0
         for batch in batches:
@@ -82,8 +89,13 @@ def train_bc(policy: torch.nn.Module, dataset: Demonstrations, config: BCConfig 
             break
     policy.eval()
     policy.reset()  # a recurrent state from before training is stale
-    return {"loss": metrics.get("loss", float("nan")), "mse": metrics.get("mse", float("nan")),
-            "epochs": metrics.get("epoch", 0), "grad_steps": steps, "time_s": time.perf_counter() - start}
+    return {
+        "loss": metrics.get("loss", float("nan")),
+        "mse": metrics.get("mse", float("nan")),
+        "epochs": metrics.get("epoch", 0),
+        "grad_steps": steps,
+        "time_s": time.perf_counter() - start,
+    }
 
 
 @torch.no_grad()
@@ -117,8 +129,9 @@ def _pairs(obs: torch.Tensor, actions: torch.Tensor, cfg: BCConfig, gen: torch.G
         yield obs[idx], actions[idx], None, None
 
 
-def _windows(obs: torch.Tensor, actions: torch.Tensor, starts: torch.Tensor, cfg: BCConfig,
-             gen: torch.Generator) -> Iterator[Batch]:
+def _windows(
+    obs: torch.Tensor, actions: torch.Tensor, starts: torch.Tensor, cfg: BCConfig, gen: torch.Generator
+) -> Iterator[Batch]:
     """Non-overlapping windows at a random offset, shuffled: obs (L, B, o), actions (L, B, a),
     done_mask (L, B) and the loss mask (L, B)."""
     N = obs.shape[0]

@@ -31,6 +31,7 @@ MODEL_FILE, META_FILE = "model.safetensors", "checkpoint.json"
 
 class CheckpointError(ValueError):
     """A checkpoint is missing, damaged, foreign, too new, or does not fit the task."""
+
     exit_code = exits.INPUT
 
 
@@ -56,8 +57,13 @@ def _optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torc
     return tensors, sd["param_groups"]
 
 
-def save_checkpoint(directory: str | Path, policy: torch.nn.Module, spec: dict, meta: dict | None = None,
-                    optimizer: torch.optim.Optimizer | None = None) -> Path:
+def save_checkpoint(
+    directory: str | Path,
+    policy: torch.nn.Module,
+    spec: dict,
+    meta: dict | None = None,
+    optimizer: torch.optim.Optimizer | None = None,
+) -> Path:
     """Write ``policy`` (with ``init_kwargs()``) to ``directory`` atomically; returns ``directory``.
 
     ``model.safetensors`` holds ``policy.<state_dict key>`` and, given ``optimizer``,
@@ -110,6 +116,7 @@ class Checkpoint:
     normalizer statistics loaded; not switched to eval mode), the spec it was trained for
     (``checkpoint.json`` "spec"), its free-form ``meta`` (e.g. the run config), and the
     optimizer's ``state_dict`` when one was saved, else None."""
+
     policy: torch.nn.Module
     spec: dict
     meta: dict
@@ -127,11 +134,15 @@ def read_meta(directory: str | Path) -> dict:
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise CheckpointError(f"{path} is not valid JSON (truncated or foreign?): {e}") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise CheckpointError(f"{path} is not an embody policy checkpoint (format {doc.get('format') if isinstance(doc, dict) else None!r})")
+        raise CheckpointError(
+            f"{path} is not an embody policy checkpoint (format {doc.get('format') if isinstance(doc, dict) else None!r})"
+        )
     version = doc.get("format_version")
     if not isinstance(version, int) or version > FORMAT_VERSION or version < 1:
-        raise CheckpointError(f"{path}: checkpoint format version {version!r} is not supported "
-                              f"(this embody reads versions 1..{FORMAT_VERSION}; upgrade embody)")
+        raise CheckpointError(
+            f"{path}: checkpoint format version {version!r} is not supported "
+            f"(this embody reads versions 1..{FORMAT_VERSION}; upgrade embody)"
+        )
     return doc
 
 
@@ -154,15 +165,17 @@ def load_checkpoint(directory: str | Path, expect_spec: dict | None = None, devi
     if _sha256(model) != doc.get("model_sha256"):
         raise CheckpointError(f"{model} does not match the checksum in {META_FILE}: truncated or modified")
     if expect_spec is not None and spec_hash(expect_spec) != doc["spec_hash"]:
-        raise CheckpointError(f"{directory} was trained for a different observation/action spec:\n"
-                              f"  checkpoint: {doc['spec']}\n  this task:  {expect_spec}")
+        raise CheckpointError(
+            f"{directory} was trained for a different observation/action spec:\n"
+            f"  checkpoint: {doc['spec']}\n  this task:  {expect_spec}"
+        )
     try:
         tensors = load_file(str(model), device=device)
     except (SafetensorError, OSError) as e:
         raise CheckpointError(f"cannot read {model}: {e}") from None
     try:
         policy = POLICY_CLASSES.get(doc["policy_class"]).from_kwargs(doc["policy_kwargs"])
-        policy.load_state_dict({k[len("policy."):]: v for k, v in tensors.items() if k.startswith("policy.")})
+        policy.load_state_dict({k[len("policy.") :]: v for k, v in tensors.items() if k.startswith("policy.")})
     except (KeyError, RuntimeError, TypeError) as e:
         raise CheckpointError(f"{directory}: the weights do not fit policy {doc.get('policy_class')!r}: {e}") from None
     return Checkpoint(policy.to(device), doc["spec"], doc.get("meta", {}), _optimizer_state(tensors, doc))

@@ -31,6 +31,7 @@ FORMAT, FORMAT_VERSION = "embody.demonstrations", 1  # obs_parts / action_part: 
 
 class DatasetError(ValueError):
     """A demonstrations file is missing, damaged, foreign or too new."""
+
     exit_code = exits.INPUT
 
 
@@ -72,6 +73,7 @@ class Demonstrations:
     start). Construction raises ValueError when the shapes disagree or ``obs_parts`` /
     ``action_part`` do not add up to o / a.
     """
+
     obs: torch.Tensor  # (N, o) float32
     actions: torch.Tensor  # (N, a) float32
     episode_starts: torch.Tensor  # (N,) bool
@@ -84,16 +86,22 @@ class Demonstrations:
         self.actions = torch.as_tensor(self.actions, dtype=torch.float32)
         self.episode_starts = torch.as_tensor(self.episode_starts, dtype=torch.bool)
         n = self.obs.shape[0]
-        if self.obs.ndim != 2 or self.actions.ndim != 2 or self.actions.shape[0] != n \
-                or self.episode_starts.shape != (n,):
-            raise ValueError(f"inconsistent shapes: obs {tuple(self.obs.shape)}, actions "
-                             f"{tuple(self.actions.shape)}, episode_starts {tuple(self.episode_starts.shape)}")
+        if (
+            self.obs.ndim != 2
+            or self.actions.ndim != 2
+            or self.actions.shape[0] != n
+            or self.episode_starts.shape != (n,)
+        ):
+            raise ValueError(
+                f"inconsistent shapes: obs {tuple(self.obs.shape)}, actions "
+                f"{tuple(self.actions.shape)}, episode_starts {tuple(self.episode_starts.shape)}"
+            )
         if self.obs_parts and sum(p.size for p in self.obs_parts.values()) != self.obs.shape[1]:
-            raise ValueError(f"observation parts {self.parts_spec()} do not add up to the obs size "
-                             f"{self.obs.shape[1]}")
+            raise ValueError(f"observation parts {self.parts_spec()} do not add up to the obs size {self.obs.shape[1]}")
         if self.action_part is not None and self.action_part.size != self.actions.shape[1]:
-            raise ValueError(f"action part {self.action_part.shape} does not match the action size "
-                             f"{self.actions.shape[1]}")
+            raise ValueError(
+                f"action part {self.action_part.shape} does not match the action size {self.actions.shape[1]}"
+            )
         if n and not self.episode_starts[0]:  # a segment always starts the data
             self.episode_starts = self.episode_starts.clone()
             self.episode_starts[0] = True
@@ -116,9 +124,14 @@ class Demonstrations:
         if not parts:
             return Demonstrations(torch.zeros(0, 0), torch.zeros(0, 0), torch.zeros(0, dtype=torch.bool))
         same = all((p.obs_parts, p.action_part) == (parts[0].obs_parts, parts[0].action_part) for p in parts)
-        return Demonstrations(torch.cat([p.obs for p in parts]), torch.cat([p.actions for p in parts]),
-                              torch.cat([p.episode_starts for p in parts]), dict(parts[0].meta),
-                              dict(parts[0].obs_parts) if same else {}, parts[0].action_part if same else None)
+        return Demonstrations(
+            torch.cat([p.obs for p in parts]),
+            torch.cat([p.actions for p in parts]),
+            torch.cat([p.episode_starts for p in parts]),
+            dict(parts[0].meta),
+            dict(parts[0].obs_parts) if same else {},
+            parts[0].action_part if same else None,
+        )
 
     # -- episodes ----------------------------------------------------------------------------
     @property
@@ -128,8 +141,14 @@ class Demonstrations:
         return np.diff(np.r_[starts, len(self)]).astype(np.int64)
 
     def _rows(self, lo: int, hi: int, meta: dict) -> Demonstrations:
-        return Demonstrations(self.obs[lo:hi], self.actions[lo:hi], self.episode_starts[lo:hi], meta,
-                              dict(self.obs_parts), self.action_part)
+        return Demonstrations(
+            self.obs[lo:hi],
+            self.actions[lo:hi],
+            self.episode_starts[lo:hi],
+            meta,
+            dict(self.obs_parts),
+            self.action_part,
+        )
 
     def episodes(self) -> Iterator[Demonstrations]:
         """Each episode as its own Demonstrations (views of these rows; meta empty)."""
@@ -156,7 +175,7 @@ class Demonstrations:
             return {"obs": flat.copy()}
         out, lo = {}, 0
         for name, p in self.obs_parts.items():
-            out[name] = flat[:, lo:lo + p.size].reshape(len(self), *p.shape).astype(p.dtype)
+            out[name] = flat[:, lo : lo + p.size].reshape(len(self), *p.shape).astype(p.dtype)
             lo += p.size
         return out
 
@@ -168,9 +187,13 @@ class Demonstrations:
 
     # -- collection --------------------------------------------------------------------------
     @classmethod
-    def from_arrays(cls, obs: Mapping[str, np.ndarray] | np.ndarray, actions: np.ndarray,
-                    episode_lengths: Sequence[int] | np.ndarray | None = None,
-                    meta: dict | None = None) -> Demonstrations:
+    def from_arrays(
+        cls,
+        obs: Mapping[str, np.ndarray] | np.ndarray,
+        actions: np.ndarray,
+        episode_lengths: Sequence[int] | np.ndarray | None = None,
+        meta: dict | None = None,
+    ) -> Demonstrations:
         """Named observation arrays {name: (N, *shape)} (side by side, in that order; a plain (N, o)
         array is one unnamed part), actions (N, *shape), ``episode_lengths`` (E,) adding up to N
         (default one episode). ``meta`` is kept as given (not copied)."""
@@ -185,29 +208,51 @@ class Demonstrations:
             raise ValueError(f"episode lengths {lengths.tolist()[:10]} must be positive and add up to {n} steps")
         starts = np.zeros(n, dtype=bool)
         starts[np.r_[0, np.cumsum(lengths)[:-1]]] = True
-        flat = np.concatenate([v.reshape(n, -1).astype(np.float32) for v in arrays.values()], axis=1) \
-            if arrays else np.zeros((n, 0), np.float32)
+        flat = (
+            np.concatenate([v.reshape(n, -1).astype(np.float32) for v in arrays.values()], axis=1)
+            if arrays
+            else np.zeros((n, 0), np.float32)
+        )
         parts = {k: Part.of(v) for k, v in arrays.items()} if named else {}
         a_part = Part.of(actions)
-        return cls(torch.from_numpy(flat), torch.from_numpy(actions.reshape(n, -1).astype(np.float32)),
-                   torch.from_numpy(starts), {} if meta is None else meta, parts,
-                   None if a_part == Part((a_part.size,)) else a_part)
+        return cls(
+            torch.from_numpy(flat),
+            torch.from_numpy(actions.reshape(n, -1).astype(np.float32)),
+            torch.from_numpy(starts),
+            {} if meta is None else meta,
+            parts,
+            None if a_part == Part((a_part.size,)) else a_part,
+        )
 
     @classmethod
-    def from_episodes(cls, obs_episodes: Sequence[Mapping[str, np.ndarray] | np.ndarray],
-                      action_episodes: Sequence[np.ndarray], meta: dict | None = None) -> Demonstrations:
+    def from_episodes(
+        cls,
+        obs_episodes: Sequence[Mapping[str, np.ndarray] | np.ndarray],
+        action_episodes: Sequence[np.ndarray],
+        meta: dict | None = None,
+    ) -> Demonstrations:
         """Per episode: its observations ({name: (T, *shape)} or (T, o)) and actions (T, *shape)."""
         if not obs_episodes or len(obs_episodes) != len(action_episodes):
-            raise ValueError(f"{len(obs_episodes)} observation and {len(action_episodes)} action episodes: "
-                             "need the same number, at least one")
+            raise ValueError(
+                f"{len(obs_episodes)} observation and {len(action_episodes)} action episodes: "
+                "need the same number, at least one"
+            )
         first = obs_episodes[0]
-        obs = {k: np.concatenate([e[k] for e in obs_episodes]) for k in first} if isinstance(first, Mapping) \
+        obs = (
+            {k: np.concatenate([e[k] for e in obs_episodes]) for k in first}
+            if isinstance(first, Mapping)
             else np.concatenate(obs_episodes)
+        )
         return cls.from_arrays(obs, np.concatenate(action_episodes), [len(a) for a in action_episodes], meta)
 
     @classmethod
-    def from_dataset(cls, dataset, obs_keys: Sequence[str] | Mapping[str, str] = ("observation.state",),
-                     action_key: str = "action", episodes: Sequence[int] | None = None) -> Demonstrations:
+    def from_dataset(
+        cls,
+        dataset,
+        obs_keys: Sequence[str] | Mapping[str, str] = ("observation.state",),
+        action_key: str = "action",
+        episodes: Sequence[int] | None = None,
+    ) -> Demonstrations:
         """Episodes of a dataset in our LeRobot layout (a root folder or a loaded
         ``embody.datasets.Dataset``), one segment each: obs = the ``obs_keys`` features side by side,
         each a named part ({part name: feature key} renames them), actions = ``action_key``'s, exact
@@ -229,19 +274,35 @@ class Demonstrations:
         selected = list(range(ds.num_episodes)) if episodes is None else [int(i) for i in episodes]
         bad = [i for i in selected if not 0 <= i < ds.num_episodes]
         if bad or not selected:
-            raise ValueError(f"{ds.root}: " + (f"episode {bad[0]} out of range (the dataset has {ds.num_episodes})"
-                                               if bad else "no episodes to read"))
+            raise ValueError(
+                f"{ds.root}: "
+                + (
+                    f"episode {bad[0]} out of range (the dataset has {ds.num_episodes})"
+                    if bad
+                    else "no episodes to read"
+                )
+            )
         lo, hi = ds.episode_bounds
         rows = np.concatenate([np.arange(lo[i], hi[i]) for i in selected])
-        meta = {"dataset": str(Path(ds.root).resolve()), "dataset_episodes": selected, "fps": ds.fps,
-                "obs_keys": keys, "action_key": action_key}
-        return cls.from_arrays({name: ds.column(k)[rows] for name, k in keys.items()}, ds.column(action_key)[rows],
-                               [int(hi[i] - lo[i]) for i in selected], meta)
+        meta = {
+            "dataset": str(Path(ds.root).resolve()),
+            "dataset_episodes": selected,
+            "fps": ds.fps,
+            "obs_keys": keys,
+            "action_key": action_key,
+        }
+        return cls.from_arrays(
+            {name: ds.column(k)[rows] for name, k in keys.items()},
+            ds.column(action_key)[rows],
+            [int(hi[i] - lo[i]) for i in selected],
+            meta,
+        )
 
     # -- collection (rollouts) ----------------------------------------------------------------
     @classmethod
-    def from_rollouts(cls, env, expert, steps: int, expert_obs: str = "obs", noise_std: float = 0.0,
-                      seed: int = 0) -> Demonstrations:
+    def from_rollouts(
+        cls, env, expert, steps: int, expert_obs: str = "obs", noise_std: float = 0.0, seed: int = 0
+    ) -> Demonstrations:
         """Roll out ``expert`` for ``steps`` steps in each of ``env``'s n envs (N = n * steps).
 
         ``expert`` is a Policy (its deterministic ``act``) or a callable (n, e) → (n, a) on
@@ -266,12 +327,17 @@ class Demonstrations:
             priv, starts = info.privileged_obs, terminated | truncated
             reset_policy(expert, starts)
             returns.extend(info.episode_return.tolist())
-        return cls.from_time_major(torch.stack(rows["obs"]), torch.stack(rows["actions"]),
-                                   torch.stack(rows["starts"]), {"episode_returns": returns})
+        return cls.from_time_major(
+            torch.stack(rows["obs"]),
+            torch.stack(rows["actions"]),
+            torch.stack(rows["starts"]),
+            {"episode_returns": returns},
+        )
 
     @classmethod
-    def from_time_major(cls, obs: torch.Tensor, actions: torch.Tensor, starts: torch.Tensor,
-                        meta: dict | None = None) -> Demonstrations:
+    def from_time_major(
+        cls, obs: torch.Tensor, actions: torch.Tensor, starts: torch.Tensor, meta: dict | None = None
+    ) -> Demonstrations:
         """obs (T, n, o), actions (T, n, a), starts (T, n) → env-major rows (N = n * T),
         each env's T steps one segment."""
         starts = starts.clone()
@@ -289,9 +355,14 @@ class Demonstrations:
             header["obs_parts"] = {k: p.to_json() for k, p in self.obs_parts.items()}
         if self.action_part is not None:
             header["action_part"] = self.action_part.to_json()
-        data = save({"obs": self.obs.contiguous(), "actions": self.actions.contiguous(),
-                     "episode_starts": self.episode_starts.contiguous()},
-                    metadata={"embody": json.dumps(header, default=str)})
+        data = save(
+            {
+                "obs": self.obs.contiguous(),
+                "actions": self.actions.contiguous(),
+                "episode_starts": self.episode_starts.contiguous(),
+            },
+            metadata={"embody": json.dumps(header, default=str)},
+        )
         return write_atomic(path, data)
 
     @classmethod
@@ -302,8 +373,9 @@ class Demonstrations:
 
         path = Path(path)
         if path.is_dir():
-            raise DatasetError(f"{path} is a folder, not a demonstrations file (a dataset? read it with "
-                               "Demonstrations.from_dataset)")
+            raise DatasetError(
+                f"{path} is a folder, not a demonstrations file (a dataset? read it with Demonstrations.from_dataset)"
+            )
         if not path.is_file():
             raise DatasetError(f"{path}: no such demonstrations file")
         try:
@@ -315,13 +387,21 @@ class Demonstrations:
         if not isinstance(header, dict) or header.get("format") != FORMAT:
             raise DatasetError(f"{path} is not an embody demonstrations file")
         if header.get("format_version") != FORMAT_VERSION:
-            raise DatasetError(f"{path}: format version {header.get('format_version')!r} is not supported "
-                               f"(this embody reads version {FORMAT_VERSION})")
+            raise DatasetError(
+                f"{path}: format version {header.get('format_version')!r} is not supported "
+                f"(this embody reads version {FORMAT_VERSION})"
+            )
         try:
             parts = {str(k): Part.from_json(v) for k, v in (header.get("obs_parts") or {}).items()}
             action = header.get("action_part")
-            return cls(tensors["obs"], tensors["actions"], tensors["episode_starts"], header.get("meta", {}),
-                       parts, None if action is None else Part.from_json(action))
+            return cls(
+                tensors["obs"],
+                tensors["actions"],
+                tensors["episode_starts"],
+                header.get("meta", {}),
+                parts,
+                None if action is None else Part.from_json(action),
+            )
         except (KeyError, ValueError, TypeError, AttributeError) as e:
             raise DatasetError(f"{path}: {e}") from None
 

@@ -16,18 +16,30 @@ Shapes: ``N`` samples, ``B`` conditions, ``n`` samples per condition, ``C`` cond
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
 from torch import nn
 
 from .networks import Normalizer, mlp
-from .trajectory import (Array, SavedModel, as_tensor, check_rows, denormalize, evaluate_loss, fit_normalizer,
-                         fit_supervised, like_input, load_model, output_normalizer,
-                         save_model, split_indices)
+from .trajectory import (
+    Array,
+    SavedModel,
+    as_tensor,
+    check_rows,
+    denormalize,
+    evaluate_loss,
+    fit_normalizer,
+    fit_supervised,
+    like_input,
+    load_model,
+    output_normalizer,
+    save_model,
+    split_indices,
+)
 
 SCHEDULES = ("cosine", "linear")
 
@@ -35,6 +47,7 @@ SCHEDULES = ("cosine", "linear")
 @dataclass
 class DiffusionConfig:
     """Network, noise schedule, sampling defaults and training settings of ``DiffusionModel`` / ``train_diffusion``."""
+
     timesteps: int = 100  # T, DDPM training steps
     schedule: str = "cosine"  # cosine (Nichol & Dhariwal) | linear (1e-4..0.02, scaled by 1000/T)
     hidden: list[int] = field(default_factory=lambda: [256, 256, 256])
@@ -146,8 +159,14 @@ class DiffusionModel(SavedModel):
         return torch.linspace(self.config.timesteps - 1, 0, steps).round().long().unique_consecutive()
 
     @torch.no_grad()
-    def sample(self, cond: Array, n: int = 1, ddim_steps: int | None = None, eta: float | None = None,
-               generator: torch.Generator | int | None = None) -> Array:
+    def sample(
+        self,
+        cond: Array,
+        n: int = 1,
+        ddim_steps: int | None = None,
+        eta: float | None = None,
+        generator: torch.Generator | int | None = None,
+    ) -> Array:
         """cond (B, C) → samples (B, n, *x_shape) in data units, by DDIM over all B·n at once.
 
         ``eta`` 0 is deterministic given the initial noise, so a seed (an int or a
@@ -168,8 +187,9 @@ class DiffusionModel(SavedModel):
         out = denormalize(self.x_norm, x).reshape(len(c), n, *self.x_shape)
         return like_input(out, cond)
 
-    def _ddim_step(self, x: torch.Tensor, t: int, t_prev: int, cond_n: torch.Tensor, eta: float,
-                   gen: torch.Generator | None) -> torch.Tensor:
+    def _ddim_step(
+        self, x: torch.Tensor, t: int, t_prev: int, cond_n: torch.Tensor, eta: float, gen: torch.Generator | None
+    ) -> torch.Tensor:
         """One DDIM update x_t → x_{t_prev} (t_prev -1: the clean sample).
 
         x0 = (x_t - √(1-ᾱ)·ε)/√ᾱ amplifies the error of ε by 1/√ᾱ, about 1000 at the last step of
@@ -190,8 +210,9 @@ class DiffusionModel(SavedModel):
         return x
 
 
-def train_diffusion(cond: Array, x: Array, cfg: DiffusionConfig | None = None,
-                    callback: Callable[[dict], bool | None] | None = None) -> DiffusionModel:
+def train_diffusion(
+    cond: Array, x: Array, cfg: DiffusionConfig | None = None, callback: Callable[[dict], bool | None] | None = None
+) -> DiffusionModel:
     """Fit p(x | cond) on cond (N, C) and x (N, ...) by DDPM's epsilon regression.
 
     The returned model carries ``history`` (per epoch: train_loss, val_loss — the noise MSE,
@@ -210,9 +231,13 @@ def train_diffusion(cond: Array, x: Array, cfg: DiffusionConfig | None = None,
     model.fit_normalizers(c[train_idx], x_t[train_idx])
     model.history = fit_supervised(model, (c, x_t), train_idx, val_idx, cfg, "diffusion", callback)
     best = min(model.history, key=lambda h: h["val_loss"])
-    model.summary = {"epochs": len(model.history), "best_epoch": best["epoch"], "val_loss": best["val_loss"],
-                     "train_loss": evaluate_loss(model, (c, x_t), train_idx, cfg.seed),
-                     "time_s": model.history[-1]["time_s"]}
+    model.summary = {
+        "epochs": len(model.history),
+        "best_epoch": best["epoch"],
+        "val_loss": best["val_loss"],
+        "train_loss": evaluate_loss(model, (c, x_t), train_idx, cfg.seed),
+        "time_s": model.history[-1]["time_s"],
+    }
     return model
 
 
@@ -224,8 +249,15 @@ def plan_condition(obs: Array, base_plan: Array) -> Array:
     return np.concatenate([np.asarray(obs, np.float32), np.asarray(base_plan, np.float32).reshape(len(obs), -1)], -1)
 
 
-def sample_plans(model: DiffusionModel, obs: Array, base_plan: Array, n: int, ddim_steps: int | None = None,
-                 eta: float | None = None, generator: torch.Generator | int | None = None) -> Array:
+def sample_plans(
+    model: DiffusionModel,
+    obs: Array,
+    base_plan: Array,
+    n: int,
+    ddim_steps: int | None = None,
+    eta: float | None = None,
+    generator: torch.Generator | int | None = None,
+) -> Array:
     """``n`` candidate plans per observation: base_plan (B, H, D) + sampled residuals → (B, n, H, D)."""
     residuals = model.sample(plan_condition(obs, base_plan), n, ddim_steps, eta, generator)
     if isinstance(residuals, torch.Tensor):

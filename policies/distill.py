@@ -15,8 +15,8 @@ student was cloned on.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Callable
 
 import numpy as np
 import torch
@@ -28,6 +28,7 @@ from .datasets import Demonstrations, as_action_fn, expert_input, reset_policy
 @dataclass
 class DAggerConfig:
     """Settings of ``distill``: iterations, the teacher's share per iteration, rollout length, BC retraining."""
+
     iterations: int = 10
     steps_per_iteration: int = 250  # rollout steps per env per iteration
     beta_decay: float = 0.5  # beta_i = beta_decay ** i: the teacher's share of rollout actions
@@ -48,10 +49,17 @@ class DAggerConfig:
 Rollout = Callable[[int, float], tuple[Demonstrations, dict]]  # (iteration, beta) -> (labelled rows, stats)
 
 
-def distill(env, teacher, student: torch.nn.Module, config: DAggerConfig | None = None,
-            teacher_obs: str = "privileged", progress_cb: Callable[[dict], bool | None] | None = None,
-            initial: Demonstrations | None = None, rollout: Rollout | None = None,
-            bc_for: Callable[[int, int], BCConfig] | None = None) -> list[dict]:
+def distill(
+    env,
+    teacher,
+    student: torch.nn.Module,
+    config: DAggerConfig | None = None,
+    teacher_obs: str = "privileged",
+    progress_cb: Callable[[dict], bool | None] | None = None,
+    initial: Demonstrations | None = None,
+    rollout: Rollout | None = None,
+    bc_for: Callable[[int, int], BCConfig] | None = None,
+) -> list[dict]:
     """Train ``student`` (MLP or recurrent) in place to imitate ``teacher`` (a Policy or a
     callable on tensors) on ``env``; ``progress_cb(metrics)`` may return True to stop.
 
@@ -69,11 +77,15 @@ def distill(env, teacher, student: torch.nn.Module, config: DAggerConfig | None 
     cfg = config or DAggerConfig()
     rng = np.random.default_rng(cfg.seed)
     if rollout is None:
+
         def rollout(i: int, beta: float) -> tuple[Demonstrations, dict]:
             return rollout_mixture(env, teacher, student, cfg.steps_per_iteration, beta, teacher_obs, rng)
+
     if bc_for is None:
+
         def bc_for(i: int, rows: int) -> BCConfig:
             return replace(cfg.bc, seed=cfg.bc.seed + i)
+
     parts: list[Demonstrations] = [] if initial is None else [initial]
     history: list[dict] = []
     for i, beta in enumerate(cfg.schedule()):
@@ -91,8 +103,9 @@ def distill(env, teacher, student: torch.nn.Module, config: DAggerConfig | None 
     return history
 
 
-def rollout_mixture(env, teacher, student: torch.nn.Module, steps: int, beta: float, teacher_obs: str,
-                    rng: np.random.Generator) -> tuple[Demonstrations, dict]:
+def rollout_mixture(
+    env, teacher, student: torch.nn.Module, steps: int, beta: float, teacher_obs: str, rng: np.random.Generator
+) -> tuple[Demonstrations, dict]:
     """``steps`` steps per env from a reset, playing the teacher's action where a coin with
     probability ``beta`` says so and the student's elsewhere; labels are the teacher's actions."""
     teacher_act, student_act = as_action_fn(teacher), as_action_fn(student)
@@ -116,7 +129,8 @@ def rollout_mixture(env, teacher, student: torch.nn.Module, steps: int, beta: fl
         reset_policy(teacher, starts)
         reset_policy(student, starts)
         returns.extend(info.episode_return.tolist())
-    data = Demonstrations.from_time_major(torch.stack(seq["obs"]), torch.stack(seq["labels"]),
-                                          torch.stack(seq["starts"]))
+    data = Demonstrations.from_time_major(
+        torch.stack(seq["obs"]), torch.stack(seq["labels"]), torch.stack(seq["starts"])
+    )
     stats = {"action_mse": sq_err / steps, "rollout_return": float(np.mean(returns)) if returns else float("nan")}
     return data, stats

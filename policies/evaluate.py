@@ -13,6 +13,7 @@ class EvalResult:
     """Per-episode outcomes from ``evaluate``, in the order episodes ended, exactly ``episodes`` of
     them: return (reward units), length (steps), whether it terminated, success where the task
     reports it."""
+
     returns: list[float]
     lengths: list[int]
     terminated: list[bool] = field(default_factory=list)  # ended in a terminal state (fall, ...)
@@ -25,10 +26,15 @@ class EvalResult:
         ``max_return`` and ``return_fraction_of_max`` when ``max_return`` is given. Needs at least one
         episode (ValueError otherwise)."""
         r = np.asarray(self.returns)
-        out = {"episodes": len(r), "return_mean": float(r.mean()), "return_std": float(r.std()),
-               "return_min": float(r.min()), "return_max": float(r.max()),
-               "length_mean": float(np.mean(self.lengths)),
-               "terminated_fraction": float(np.mean(self.terminated)) if self.terminated else 0.0}
+        out = {
+            "episodes": len(r),
+            "return_mean": float(r.mean()),
+            "return_std": float(r.std()),
+            "return_min": float(r.min()),
+            "return_max": float(r.max()),
+            "length_mean": float(np.mean(self.lengths)),
+            "terminated_fraction": float(np.mean(self.terminated)) if self.terminated else 0.0,
+        }
         if self.success:
             out["success_rate"] = float(np.mean(self.success))
         if max_return:
@@ -38,8 +44,15 @@ class EvalResult:
 
 
 @torch.no_grad()
-def evaluate(env, policy, episodes: int, deterministic: bool = True, render: bool = False,
-             device: str = "cpu", privileged: bool = False) -> EvalResult:
+def evaluate(
+    env,
+    policy,
+    episodes: int,
+    deterministic: bool = True,
+    render: bool = False,
+    device: str = "cpu",
+    privileged: bool = False,
+) -> EvalResult:
     """Run ``episodes`` episodes over ``env``'s batch; env 0's first episode is rendered if asked.
     ``privileged``: the policy sees cat(obs, privileged obs) (n, o + p), as a teacher or scripted
     expert does."""

@@ -39,6 +39,7 @@ ALGOS = ("td3bc", "iql")
 class OfflineRLConfig:
     """Settings of ``train_offline``: the algorithm (``td3bc`` | ``iql``), networks, optimizer and
     each algorithm's own hyperparameters (fields marked TD3+BC or IQL apply to that one only)."""
+
     algo: str = "td3bc"  # td3bc | iql
     hidden: list[int] = field(default_factory=lambda: [256, 256])
     activation: str = "relu"
@@ -137,8 +138,9 @@ class OfflineAgent(SavedModel):
 
 
 # -- input checks ---------------------------------------------------------------------------------
-def _check_inputs(obs: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor, next_obs: torch.Tensor,
-                  dones: torch.Tensor) -> None:
+def _check_inputs(
+    obs: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor, next_obs: torch.Tensor, dones: torch.Tensor
+) -> None:
     """Raise a ValueError naming the array unless all are non-empty, finite and of matching shapes."""
     arrays = {"obs": obs, "actions": actions, "rewards": rewards, "next_obs": next_obs, "dones": dones}
     dims = {"obs": 2, "actions": 2, "rewards": 1, "next_obs": 2, "dones": 1}
@@ -154,8 +156,9 @@ def _check_inputs(obs: torch.Tensor, actions: torch.Tensor, rewards: torch.Tenso
         raise ValueError("dones holds values other than 0 and 1")
 
 
-def _action_bounds(actions: torch.Tensor, low: Array | float | None,
-                   high: Array | float | None) -> tuple[torch.Tensor, torch.Tensor]:
+def _action_bounds(
+    actions: torch.Tensor, low: Array | float | None, high: Array | float | None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(A,) bounds: the given ones (scalars broadcast) or the data's min/max."""
     size = actions.shape[1]
     lo = actions.min(0).values if low is None else as_tensor(low, actions.device).expand(size).clone()
@@ -172,9 +175,16 @@ def _action_bounds(actions: torch.Tensor, low: Array | float | None,
 
 
 # -- training -------------------------------------------------------------------------------------
-def train_offline(obs: Array, actions: Array, rewards: Array, next_obs: Array, dones: Array,
-                  cfg: OfflineRLConfig | None = None, action_low: Array | float | None = None,
-                  action_high: Array | float | None = None) -> OfflineAgent:
+def train_offline(
+    obs: Array,
+    actions: Array,
+    rewards: Array,
+    next_obs: Array,
+    dones: Array,
+    cfg: OfflineRLConfig | None = None,
+    action_low: Array | float | None = None,
+    action_high: Array | float | None = None,
+) -> OfflineAgent:
     """Learn a policy from transitions: obs (N, O), actions (N, A), rewards (N,), next_obs (N, O),
     dones (N,) (bool or 0/1: the episode ended at next_obs, no bootstrapping past it).
 
@@ -210,8 +220,10 @@ def _fit(agent: OfflineAgent, data: tuple[torch.Tensor, ...], cfg: OfflineRLConf
 
     step_fn = _td3bc_step if cfg.algo == "td3bc" else _iql_step
     critics = [*agent.critic1.parameters(), *agent.critic2.parameters()]
-    opts = {"actor": torch.optim.Adam(agent.actor.parameters(), lr=cfg.lr),
-            "critic": torch.optim.Adam(critics, lr=cfg.lr)}
+    opts = {
+        "actor": torch.optim.Adam(agent.actor.parameters(), lr=cfg.lr),
+        "critic": torch.optim.Adam(critics, lr=cfg.lr),
+    }
     if agent.value is not None:
         opts["value"] = torch.optim.Adam(agent.value.parameters(), lr=cfg.lr)
     names = ("actor", "critic1", "critic2") if cfg.algo == "td3bc" else ("critic1", "critic2")  # IQL: no target actor
@@ -276,8 +288,15 @@ def _critic_loss(agent: OfflineAgent, s: torch.Tensor, a: torch.Tensor, y: torch
     return (q1 - y).pow(2).mean() + (q2 - y).pow(2).mean(), torch.minimum(q1, q2).mean().item()
 
 
-def _td3bc_step(agent: OfflineAgent, targets: dict[str, nn.Module], opts: dict[str, torch.optim.Optimizer],
-                batch: tuple[torch.Tensor, ...], step: int, cfg: OfflineRLConfig, gen: torch.Generator) -> dict:
+def _td3bc_step(
+    agent: OfflineAgent,
+    targets: dict[str, nn.Module],
+    opts: dict[str, torch.optim.Optimizer],
+    batch: tuple[torch.Tensor, ...],
+    step: int,
+    cfg: OfflineRLConfig,
+    gen: torch.Generator,
+) -> dict:
     """One TD3+BC update on a normalized batch (s, a, r, s', d); returns its losses."""
     s, a, r, s2, d = batch
     with torch.no_grad():  # target policy smoothing: a clipped noisy target action
@@ -298,8 +317,15 @@ def _td3bc_step(agent: OfflineAgent, targets: dict[str, nn.Module], opts: dict[s
     return out
 
 
-def _iql_step(agent: OfflineAgent, targets: dict[str, nn.Module], opts: dict[str, torch.optim.Optimizer],
-              batch: tuple[torch.Tensor, ...], step: int, cfg: OfflineRLConfig, gen: torch.Generator) -> dict:
+def _iql_step(
+    agent: OfflineAgent,
+    targets: dict[str, nn.Module],
+    opts: dict[str, torch.optim.Optimizer],
+    batch: tuple[torch.Tensor, ...],
+    step: int,
+    cfg: OfflineRLConfig,
+    gen: torch.Generator,
+) -> dict:
     """One IQL update on a normalized batch (s, a, r, s', d); returns its losses."""
     s, a, r, s2, d = batch
     with torch.no_grad():
@@ -316,13 +342,18 @@ def _iql_step(agent: OfflineAgent, targets: dict[str, nn.Module], opts: dict[str
     actor_loss = (weight * (agent.pi(s) - a).pow(2).sum(-1)).mean()
     _update(opts["actor"], actor_loss)
     _soft_update(agent, targets, cfg.tau)
-    return {"critic_loss": critic_loss.item(), "actor_loss": actor_loss.item(), "value_loss": value_loss.item(),
-            "q_mean": q_mean}
+    return {
+        "critic_loss": critic_loss.item(),
+        "actor_loss": actor_loss.item(),
+        "value_loss": value_loss.item(),
+        "q_mean": q_mean,
+    }
 
 
 @torch.no_grad()
-def _summary(agent: OfflineAgent, data: tuple[torch.Tensor, ...], cfg: OfflineRLConfig,
-             max_samples: int = 10_000) -> dict:
+def _summary(
+    agent: OfflineAgent, data: tuple[torch.Tensor, ...], cfg: OfflineRLConfig, max_samples: int = 10_000
+) -> dict:
     """Final losses plus, over (up to) ``max_samples`` transitions: the mean Q of the dataset's and
     the policy's actions and the policy's mean squared distance to the data in [-1, 1] units."""
     agent.eval()
@@ -330,9 +361,16 @@ def _summary(agent: OfflineAgent, data: tuple[torch.Tensor, ...], cfg: OfflineRL
     pi = agent.pi(s)
     q_data, q_pi = (torch.minimum(*agent.qs(s, x)) for x in (a, pi))
     last = agent.history[-1]
-    return {"algo": cfg.algo, "steps": cfg.steps, "time_s": last["time_s"], "critic_loss": last["critic_loss"],
-            "actor_loss": last["actor_loss"], "q_data_mean": q_data.mean().item(),
-            "q_policy_mean": q_pi.mean().item(), "bc_mse": (pi - a).pow(2).mean().item()}
+    return {
+        "algo": cfg.algo,
+        "steps": cfg.steps,
+        "time_s": last["time_s"],
+        "critic_loss": last["critic_loss"],
+        "actor_loss": last["actor_loss"],
+        "q_data_mean": q_data.mean().item(),
+        "q_policy_mean": q_pi.mean().item(),
+        "bc_mse": (pi - a).pow(2).mean().item(),
+    }
 
 
 # -- checkpoints ------------------------------------------------------------------------------------
@@ -344,4 +382,3 @@ def save_offline(directory: str | Path, agent: OfflineAgent, meta: dict | None =
 def load_offline(directory: str | Path, device: str = "cpu") -> OfflineAgent:
     """Load an agent saved by ``save_offline`` (eval mode); anything else raises ``CheckpointError``."""
     return load_model(directory, OfflineAgent, device)
-

@@ -9,8 +9,8 @@ learning rate.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import torch
@@ -21,6 +21,7 @@ from .actor_critic import ActorCritic
 @dataclass
 class PPOConfig:
     """Rollout length, update passes, learning-rate schedule, GAE and loss settings of ``PPO``."""
+
     n_steps: int = 32  # rollout length per env per iteration
     epochs: int = 5
     minibatches: int = 4
@@ -88,7 +89,9 @@ class PPO:
         return o, torch.cat([o, p], dim=-1) if p.shape[-1] else o
 
     @torch.no_grad()
-    def collect(self, buf: RolloutBuffer, episode_returns: list[float], episode_lengths: list[int] | None = None) -> None:
+    def collect(
+        self, buf: RolloutBuffer, episode_returns: list[float], episode_lengths: list[int] | None = None
+    ) -> None:
         """Roll ``n_steps`` steps of every env into ``buf``, sampling actions and updating the
         normalizers, then compute GAE. Continues from the last observation (the env is reset on the
         first call only); appends each finished episode's return (and length) to the given lists."""
@@ -166,8 +169,14 @@ class PPO:
     def learn(self, total_steps: int, on_iteration: Callable[[dict], bool | None] | None = None) -> None:
         """Train until ``env_steps >= total_steps``. ``on_iteration(metrics)`` may return True to stop."""
         env, cfg = self.env, self.config
-        buf = RolloutBuffer(cfg.n_steps, env.n_envs, env.observation_size,
-                            env.observation_size + env.privileged_size, env.action_size, self.device)
+        buf = RolloutBuffer(
+            cfg.n_steps,
+            env.n_envs,
+            env.observation_size,
+            env.observation_size + env.privileged_size,
+            env.action_size,
+            self.device,
+        )
         recent: list[float] = []
         recent_lengths: list[int] = []
         start_steps, start = self.env_steps, time.perf_counter()

@@ -26,6 +26,7 @@ RNN_TYPES = {"gru": nn.GRU, "lstm": nn.LSTM}
 @dataclass
 class RecurrentConfig:
     """Core type and sizes, head sizes, initial action std and obs normalization of ``RecurrentActorCritic``."""
+
     rnn_type: str = "gru"  # gru | lstm
     rnn_hidden: int = 64
     rnn_layers: int = 1
@@ -38,6 +39,7 @@ class RecurrentConfig:
 
 class SequenceOutput(NamedTuple):
     """What ``forward_sequence`` returns; shapes as commented on each field."""
+
     features: torch.Tensor  # (T, n, H) the core's output
     mean: torch.Tensor  # (T, n, a) the action mean
     hidden: torch.Tensor  # (L, n, S) the state after the last step
@@ -47,8 +49,9 @@ class RecurrentActorCritic(nn.Module):
     """A diagonal Gaussian policy over a recurrent core; the critic head sees the core's
     features and, when the task has one, the privileged observation (an asymmetric critic)."""
 
-    def __init__(self, obs_size: int, action_size: int, privileged_size: int = 0,
-                 config: RecurrentConfig | None = None):
+    def __init__(
+        self, obs_size: int, action_size: int, privileged_size: int = 0, config: RecurrentConfig | None = None
+    ):
         super().__init__()
         self.config = config = config or RecurrentConfig()
         if config.rnn_type not in RNN_TYPES:
@@ -71,11 +74,15 @@ class RecurrentActorCritic(nn.Module):
 
     def init_kwargs(self) -> dict:
         """What ``RecurrentActorCritic(**kwargs)`` needs to rebuild this network (saved in checkpoints)."""
-        return {"obs_size": self.obs_size, "action_size": self.action_size,
-                "privileged_size": self.privileged_size, "config": asdict(self.config)}
+        return {
+            "obs_size": self.obs_size,
+            "action_size": self.action_size,
+            "privileged_size": self.privileged_size,
+            "config": asdict(self.config),
+        }
 
     @classmethod
-    def from_kwargs(cls, kwargs: dict) -> "RecurrentActorCritic":
+    def from_kwargs(cls, kwargs: dict) -> RecurrentActorCritic:
         """Rebuild from ``init_kwargs()`` (``config`` as a dict); used by ``load_checkpoint``."""
         kwargs = dict(kwargs)
         kwargs["config"] = RecurrentConfig(**kwargs.get("config", {}))
@@ -91,11 +98,12 @@ class RecurrentActorCritic(nn.Module):
         if isinstance(self.obs_norm, Normalizer):
             self.obs_norm.update(obs)
         if isinstance(self.privileged_norm, Normalizer):
-            self.privileged_norm.update(critic_obs[..., self.obs_size:])
+            self.privileged_norm.update(critic_obs[..., self.obs_size :])
 
     # -- sequences -------------------------------------------------------------------------
-    def forward_sequence(self, obs_seq: torch.Tensor, hidden0: torch.Tensor | None = None,
-                         done_mask: torch.Tensor | None = None) -> SequenceOutput:
+    def forward_sequence(
+        self, obs_seq: torch.Tensor, hidden0: torch.Tensor | None = None, done_mask: torch.Tensor | None = None
+    ) -> SequenceOutput:
         """obs_seq (T, n, o), hidden0 (L, n, S) or None (zeros), done_mask (T, n) bool or None.
 
         ``done_mask[t]`` marks envs where ``obs_seq[t]`` is the first observation of a new

@@ -20,9 +20,10 @@ from __future__ import annotations
 import copy
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol, Sequence
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -37,6 +38,7 @@ Array = np.ndarray | torch.Tensor
 @dataclass
 class TrajectoryBCConfig:
     """Network and training settings of ``train_trajectory_bc`` (and of ``train_q``, as ``QConfig``)."""
+
     hidden: list[int] = field(default_factory=lambda: [256, 256])
     activation: str = "silu"
     epochs: int = 200
@@ -69,6 +71,7 @@ class FitSettings(Protocol):
 
 class Trainable(Protocol):
     """What ``fit_supervised`` trains: a module whose ``loss`` scores one minibatch."""
+
     def loss(self, *batch: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         """A scalar training loss for one minibatch (the tensors ``fit_supervised`` was given, indexed)."""
 
@@ -80,9 +83,15 @@ def split_indices(n: int, val_fraction: float, seed: int) -> tuple[torch.Tensor,
     return perm[n_val:], perm[:n_val]
 
 
-def fit_supervised(model: nn.Module, data: Sequence[torch.Tensor], train_idx: torch.Tensor,
-                   val_idx: torch.Tensor, cfg: FitSettings, label: str,
-                   callback: Callable[[dict], bool | None] | None = None) -> list[dict]:
+def fit_supervised(
+    model: nn.Module,
+    data: Sequence[torch.Tensor],
+    train_idx: torch.Tensor,
+    val_idx: torch.Tensor,
+    cfg: FitSettings,
+    label: str,
+    callback: Callable[[dict], bool | None] | None = None,
+) -> list[dict]:
     """Train ``model`` in place on ``data`` (tensors sharing their first dimension) with
     ``model.loss(*batch)``; returns the history, one dict per epoch (``epoch``, ``train_loss``,
     ``val_loss``, ``time_s``). With a validation split the weights of the best validation epoch
@@ -96,8 +105,9 @@ def fit_supervised(model: nn.Module, data: Sequence[torch.Tensor], train_idx: to
     for epoch in range(1, cfg.epochs + 1):
         train_loss = _train_epoch(model, data, train_idx, opt, gen, cfg)
         val_loss = evaluate_loss(model, data, val_idx, cfg.seed) if len(val_idx) else train_loss
-        history.append({"epoch": epoch, "train_loss": train_loss, "val_loss": val_loss,
-                        "time_s": time.perf_counter() - start})
+        history.append(
+            {"epoch": epoch, "train_loss": train_loss, "val_loss": val_loss, "time_s": time.perf_counter() - start}
+        )
         if val_loss < best:
             best, since_best = val_loss, 0
             best_state = copy.deepcopy(model.state_dict()) if len(val_idx) else None
@@ -115,8 +125,14 @@ def fit_supervised(model: nn.Module, data: Sequence[torch.Tensor], train_idx: to
     return history
 
 
-def _train_epoch(model: nn.Module, data: Sequence[torch.Tensor], idx: torch.Tensor,
-                 opt: torch.optim.Optimizer, gen: torch.Generator, cfg: FitSettings) -> float:
+def _train_epoch(
+    model: nn.Module,
+    data: Sequence[torch.Tensor],
+    idx: torch.Tensor,
+    opt: torch.optim.Optimizer,
+    gen: torch.Generator,
+    cfg: FitSettings,
+) -> float:
     model.train()
     total, n = 0.0, 0
     for batch_idx in idx[torch.randperm(len(idx), generator=gen)].split(cfg.batch_size):
@@ -131,8 +147,9 @@ def _train_epoch(model: nn.Module, data: Sequence[torch.Tensor], idx: torch.Tens
 
 
 @torch.no_grad()
-def evaluate_loss(model: nn.Module, data: Sequence[torch.Tensor], idx: torch.Tensor, seed: int = 0,
-                  batch_size: int = 4096) -> float:
+def evaluate_loss(
+    model: nn.Module, data: Sequence[torch.Tensor], idx: torch.Tensor, seed: int = 0, batch_size: int = 4096
+) -> float:
     """Mean ``model.loss`` over ``idx``; a fixed-seed generator makes a noisy loss repeatable."""
     model.eval()
     gen = torch.Generator().manual_seed(seed + 1)
@@ -163,8 +180,9 @@ def output_normalizer(size: int) -> Normalizer:
 
 def as_tensor(x: Array, device: str | torch.device = "cpu") -> torch.Tensor:
     """``x`` as a float32 tensor on ``device``: an array is converted, a tensor cast and moved."""
-    return torch.as_tensor(np.asarray(x, dtype=np.float32) if not isinstance(x, torch.Tensor) else x,
-                           dtype=torch.float32, device=device)
+    return torch.as_tensor(
+        np.asarray(x, dtype=np.float32) if not isinstance(x, torch.Tensor) else x, dtype=torch.float32, device=device
+    )
 
 
 def like_input(y: torch.Tensor, x: Array) -> Array:
@@ -258,8 +276,12 @@ class TrajectoryMLP(SavedModel):
         pass
 
 
-def train_trajectory_bc(obs: Array, traj: Array, cfg: TrajectoryBCConfig | None = None,
-                        callback: Callable[[dict], bool | None] | None = None) -> TrajectoryMLP:
+def train_trajectory_bc(
+    obs: Array,
+    traj: Array,
+    cfg: TrajectoryBCConfig | None = None,
+    callback: Callable[[dict], bool | None] | None = None,
+) -> TrajectoryMLP:
     """Fit a ``TrajectoryMLP`` to obs (N, O) → traj (N, H, D).
 
     The returned model carries ``history`` (per epoch: train_loss, val_loss — normalized MSE —
@@ -283,12 +305,17 @@ def train_trajectory_bc(obs: Array, traj: Array, cfg: TrajectoryBCConfig | None 
 
 
 @torch.no_grad()
-def _bc_summary(model: TrajectoryMLP, obs: torch.Tensor, traj: torch.Tensor, train_idx: torch.Tensor,
-                val_idx: torch.Tensor) -> dict:
+def _bc_summary(
+    model: TrajectoryMLP, obs: torch.Tensor, traj: torch.Tensor, train_idx: torch.Tensor, val_idx: torch.Tensor
+) -> dict:
     hist = model.history
     best = min(hist, key=lambda h: h["val_loss"])
-    out = {"epochs": len(hist), "best_epoch": best["epoch"], "val_loss": best["val_loss"],
-           "time_s": hist[-1]["time_s"] if hist else 0.0}
+    out = {
+        "epochs": len(hist),
+        "best_epoch": best["epoch"],
+        "val_loss": best["val_loss"],
+        "time_s": hist[-1]["time_s"] if hist else 0.0,
+    }
     idx = val_idx if len(val_idx) else train_idx
     err = model(obs[idx]) - traj[idx]
     baseline = traj[idx] - traj[train_idx].mean(0)
@@ -314,8 +341,9 @@ def load_model(directory: str | Path, cls: type, device: str = "cpu") -> nn.Modu
         raise CheckpointError(f"{directory} is a checkpoint of {type(ck.policy).__name__}, not of {cls.__name__}")
     version = ck.spec.get("version")
     if not isinstance(version, int) or not 1 <= version <= cls.VERSION:
-        raise CheckpointError(f"{directory}: {cls.__name__} version {version!r} is not supported "
-                              f"(this embody reads 1..{cls.VERSION})")
+        raise CheckpointError(
+            f"{directory}: {cls.__name__} version {version!r} is not supported (this embody reads 1..{cls.VERSION})"
+        )
     model = ck.policy.eval()
     model.history, model.summary = ck.meta.get("history", []), ck.meta.get("summary", {})
     return model

@@ -11,15 +11,27 @@ Shapes: ``N`` samples, ``B`` observations, ``K`` candidates each, ``O`` observat
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import torch
 
 from .networks import Normalizer, mlp
-from .trajectory import (Array, SavedModel, TrajectoryBCConfig, as_tensor, check_rows, denormalize, fit_normalizer,
-                         fit_supervised, like_input, load_model, output_normalizer, save_model, split_indices)
-
+from .trajectory import (
+    Array,
+    SavedModel,
+    TrajectoryBCConfig,
+    as_tensor,
+    check_rows,
+    denormalize,
+    fit_normalizer,
+    fit_supervised,
+    like_input,
+    load_model,
+    output_normalizer,
+    save_model,
+    split_indices,
+)
 
 QConfig = TrajectoryBCConfig  # the Q regressor trains with exactly the BC settings
 
@@ -54,8 +66,9 @@ class QModel(SavedModel):
         """obs (B, O), traj (B, H, D) → predicted return (B,) in data units."""
         return denormalize(self.ret_norm, self._normalized(obs, traj)[:, None]).squeeze(-1)
 
-    def loss(self, obs: torch.Tensor, traj: torch.Tensor, returns: torch.Tensor,
-             generator: torch.Generator | None = None) -> torch.Tensor:
+    def loss(
+        self, obs: torch.Tensor, traj: torch.Tensor, returns: torch.Tensor, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
         """MSE of the normalized return."""
         return (self._normalized(obs, traj) - self.ret_norm(returns[:, None]).squeeze(-1)).pow(2).mean()
 
@@ -66,8 +79,10 @@ class QModel(SavedModel):
         device = self.obs_norm.mean.device
         o, t = as_tensor(obs, device), as_tensor(trajs, device)
         if t.ndim != 4 or tuple(t.shape[2:]) != (self.horizon, self.dims) or o.shape != (t.shape[0], self.obs_size):
-            raise ValueError(f"expected obs (B, {self.obs_size}) and trajs (B, K, {self.horizon}, {self.dims}), "
-                             f"got {tuple(o.shape)} and {tuple(t.shape)}")
+            raise ValueError(
+                f"expected obs (B, {self.obs_size}) and trajs (B, K, {self.horizon}, {self.dims}), "
+                f"got {tuple(o.shape)} and {tuple(t.shape)}"
+            )
         B, K = t.shape[:2]
         q = self(o.repeat_interleave(K, 0), t.reshape(B * K, self.horizon, self.dims)).reshape(B, K)
         return like_input(q, trajs)
@@ -87,8 +102,13 @@ def spearman(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return (ra * rb).sum(-1) / (ra.pow(2).sum(-1) * rb.pow(2).sum(-1)).sqrt().clamp(min=1e-12)
 
 
-def train_q(obs: Array, traj: Array, returns: Array, cfg: QConfig | None = None,
-            callback: Callable[[dict], bool | None] | None = None) -> QModel:
+def train_q(
+    obs: Array,
+    traj: Array,
+    returns: Array,
+    cfg: QConfig | None = None,
+    callback: Callable[[dict], bool | None] | None = None,
+) -> QModel:
     """Regress returns (N,) on obs (N, O) and traj (N, H, D).
 
     The returned model carries ``history`` and ``summary`` (epochs, best_epoch, val_loss,
@@ -97,8 +117,10 @@ def train_q(obs: Array, traj: Array, returns: Array, cfg: QConfig | None = None,
     cfg = cfg or QConfig()
     o, t, r = as_tensor(obs, cfg.device), as_tensor(traj, cfg.device), as_tensor(returns, cfg.device)
     if o.ndim != 2 or t.ndim != 3 or r.ndim != 1:
-        raise ValueError(f"expected obs (N, O), traj (N, H, D), returns (N,), got "
-                         f"{tuple(o.shape)}, {tuple(t.shape)}, {tuple(r.shape)}")
+        raise ValueError(
+            f"expected obs (N, O), traj (N, H, D), returns (N,), got "
+            f"{tuple(o.shape)}, {tuple(t.shape)}, {tuple(r.shape)}"
+        )
     check_rows("obs", o, None)
     check_rows("traj", t, len(o))
     check_rows("returns", r, len(o))
@@ -116,11 +138,14 @@ def train_q(obs: Array, traj: Array, returns: Array, cfg: QConfig | None = None,
 def _q_summary(model: QModel, o: torch.Tensor, t: torch.Tensor, r: torch.Tensor, idx: torch.Tensor) -> dict:
     best = min(model.history, key=lambda h: h["val_loss"])
     pred = model(o[idx], t[idx])
-    return {"epochs": len(model.history), "best_epoch": best["epoch"], "val_loss": best["val_loss"],
-            "val_rmse": float((pred - r[idx]).pow(2).mean().sqrt()), "val_spearman": float(spearman(pred, r[idx])),
-            "time_s": model.history[-1]["time_s"]}
-
-
+    return {
+        "epochs": len(model.history),
+        "best_epoch": best["epoch"],
+        "val_loss": best["val_loss"],
+        "val_rmse": float((pred - r[idx]).pow(2).mean().sqrt()),
+        "val_spearman": float(spearman(pred, r[idx])),
+        "time_s": model.history[-1]["time_s"],
+    }
 
 
 def save_q(directory: str | Path, model: QModel, meta: dict | None = None) -> Path:

@@ -11,7 +11,9 @@ def make_spec() -> RobotSpec:
         name="cartpole",
         joints=(
             Joint("slider", lower=-3.8, upper=3.8, velocity_limit=20.0, torque_limit=10.0, kp=0.0, kd=0.0),
-            Joint("hinge", lower=-1e9, upper=1e9, velocity_limit=100.0, torque_limit=0.0, kp=0.0, kd=0.0, actuated=False),
+            Joint(
+                "hinge", lower=-1e9, upper=1e9, velocity_limit=100.0, torque_limit=0.0, kp=0.0, kd=0.0, actuated=False
+            ),
         ),
         mjcf=asset_path("cartpole/cartpole.xml"),
         floating_base=False,

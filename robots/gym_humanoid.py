@@ -55,9 +55,17 @@ def make_spec() -> RobotSpec:
     for i in range(m.nu):  # gymnasium's actuator order
         j = int(m.actuator_trnid[i, 0])
         lo, hi = m.jnt_range[j]
-        joints.append(Joint(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j), lower=float(lo), upper=float(hi),
-                            velocity_limit=VELOCITY_LIMIT, kp=0.0, kd=0.0,
-                            torque_limit=float(m.actuator_ctrlrange[i, 1] * m.actuator_gear[i, 0])))
+        joints.append(
+            Joint(
+                mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j),
+                lower=float(lo),
+                upper=float(hi),
+                velocity_limit=VELOCITY_LIMIT,
+                kp=0.0,
+                kd=0.0,
+                torque_limit=float(m.actuator_ctrlrange[i, 1] * m.actuator_gear[i, 0]),
+            )
+        )
     return RobotSpec(
         name="gym_humanoid",
         joints=tuple(joints),

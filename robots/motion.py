@@ -21,14 +21,14 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
-from embody.robots.spec import RobotSpec
 
 from embody import exits
+from embody.robots.spec import RobotSpec
 
 FORMAT = "embody.motion"
 FORMAT_VERSION = 1
@@ -37,6 +37,7 @@ _TENSORS = ("joint_pos", "root_pos", "root_quat")
 
 class MotionError(ValueError):
     """A motion clip is missing, damaged, foreign, too new, inconsistent or does not fit a robot."""
+
     exit_code = exits.INPUT
 
 
@@ -130,8 +131,13 @@ class MotionClip:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         tensors = {n: np.ascontiguousarray(getattr(self, n)) for n in _TENSORS if getattr(self, n) is not None}
-        meta = {"format": FORMAT, "format_version": str(FORMAT_VERSION), "fps": repr(self.fps),
-                "joint_names": json.dumps(list(self.joint_names)), "label": self.label}
+        meta = {
+            "format": FORMAT,
+            "format_version": str(FORMAT_VERSION),
+            "fps": repr(self.fps),
+            "joint_names": json.dumps(list(self.joint_names)),
+            "label": self.label,
+        }
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         os.close(fd)
         try:
@@ -158,8 +164,10 @@ def _fields(meta: dict[str, str], tensors: dict[str, np.ndarray]) -> dict:
     if meta.get("format") != FORMAT:
         raise MotionError(f"not an embody motion clip (format {meta.get('format')!r})")
     if meta.get("format_version") != str(FORMAT_VERSION):
-        raise MotionError(f"motion format version {meta.get('format_version')!r} is not supported "
-                          f"(this embody reads version {FORMAT_VERSION}; upgrade embody)")
+        raise MotionError(
+            f"motion format version {meta.get('format_version')!r} is not supported "
+            f"(this embody reads version {FORMAT_VERSION}; upgrade embody)"
+        )
     if "joint_pos" not in tensors:
         raise MotionError("has no joint_pos tensor")
     try:
@@ -169,8 +177,7 @@ def _fields(meta: dict[str, str], tensors: dict[str, np.ndarray]) -> dict:
         raise MotionError(f"bad or missing metadata joint_names/fps: {e}") from None
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise MotionError(f"metadata joint_names is not a list of names: {meta['joint_names']!r}")
-    return dict(joint_names=tuple(names), fps=fps, label=meta.get("label", ""),
-                **{n: tensors.get(n) for n in _TENSORS})
+    return dict(joint_names=tuple(names), fps=fps, label=meta.get("label", ""), **{n: tensors.get(n) for n in _TENSORS})
 
 
 def load(path: str | Path) -> MotionClip:
@@ -204,8 +211,11 @@ Offsets = Callable[[np.ndarray, float, float, float, float], dict[str, np.ndarra
 
 
 def _wave(t, a, f, ph, s):
-    return {"shoulder_pitch": -1.2 * a + 0 * t, "shoulder_roll": s * 0.8 * a + 0 * t,
-            "elbow_pitch": 0.8 * a + 0.6 * a * np.sin(2 * np.pi * f * t + ph)}
+    return {
+        "shoulder_pitch": -1.2 * a + 0 * t,
+        "shoulder_roll": s * 0.8 * a + 0 * t,
+        "elbow_pitch": 0.8 * a + 0.6 * a * np.sin(2 * np.pi * f * t + ph),
+    }
 
 
 def _reach(t, a, f, ph, s):
@@ -215,8 +225,12 @@ def _reach(t, a, f, ph, s):
 
 def _swing(t, a, f, ph, s):
     w = 0.6 * a * np.sin(2 * np.pi * f * t + ph)
-    return {"left_shoulder_pitch_joint": w, "right_shoulder_pitch_joint": -w,
-            "left_elbow_pitch_joint": 0.3 * a + 0 * t, "right_elbow_pitch_joint": 0.3 * a + 0 * t}
+    return {
+        "left_shoulder_pitch_joint": w,
+        "right_shoulder_pitch_joint": -w,
+        "left_elbow_pitch_joint": 0.3 * a + 0 * t,
+        "right_elbow_pitch_joint": 0.3 * a + 0 * t,
+    }
 
 
 def _twist(t, a, f, ph, s):
@@ -224,9 +238,12 @@ def _twist(t, a, f, ph, s):
 
 
 MOTIONS: tuple[tuple[str, Offsets, str | None], ...] = (  # label, offsets, arm side (None: named joints)
-    ("wave left", _wave, "left"), ("wave right", _wave, "right"),
-    ("reach left", _reach, "left"), ("reach right", _reach, "right"),
-    ("arm swing", _swing, None), ("waist twist", _twist, None),
+    ("wave left", _wave, "left"),
+    ("wave right", _wave, "right"),
+    ("reach left", _reach, "left"),
+    ("reach right", _reach, "right"),
+    ("arm swing", _swing, None),
+    ("waist twist", _twist, None),
 )
 
 
@@ -236,8 +253,9 @@ def _envelope(t: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 - np.cos(np.pi * edge))
 
 
-def _clip(spec: RobotSpec, names: tuple[str, ...], offsets: dict[str, np.ndarray], t: np.ndarray,
-          side: str | None, label: str) -> MotionClip:
+def _clip(
+    spec: RobotSpec, names: tuple[str, ...], offsets: dict[str, np.ndarray], t: np.ndarray, side: str | None, label: str
+) -> MotionClip:
     """Default pose plus enveloped offsets (T, J), clipped to the joint ranges less MARGIN."""
     idx = [spec.joint_names.index(n) for n in names]
     q0, lo, hi = spec.default_pose[idx], spec.lower[idx] + MARGIN, spec.upper[idx] - MARGIN

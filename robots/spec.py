@@ -122,6 +122,6 @@ class RobotSpec:
             raise KeyError(f"robot {self.name!r} has no joint group {name!r}; groups: {sorted(self.groups)}")
         return np.array(self.groups[name], dtype=np.int64)
 
-    def replace(self, **changes) -> "RobotSpec":
+    def replace(self, **changes) -> RobotSpec:
         """A copy with the given fields changed (the spec itself is frozen)."""
         return dataclasses.replace(self, **changes)

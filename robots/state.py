@@ -77,15 +77,18 @@ class RobotState:
         """n, the leading dimension of every array."""
         return self.joint_pos.shape[0]
 
-    def select(self, idx) -> "RobotState":
+    def select(self, idx) -> RobotState:
         """The state of a subset of envs (index array, mask or slice)."""
         out = {}
         for f in fields(self):
             v = getattr(self, f.name)
             if f.name == "privileged" and v is not None:
                 v = PrivilegedState(
-                    **{g.name: None if getattr(v, g.name) is None else getattr(v, g.name)[idx]
-                       for g in fields(v) if g.name != "extras"},
+                    **{
+                        g.name: None if getattr(v, g.name) is None else getattr(v, g.name)[idx]
+                        for g in fields(v)
+                        if g.name != "extras"
+                    },
                     extras={k: a[idx] for k, a in v.extras.items()},
                 )
             elif isinstance(v, np.ndarray):
@@ -93,7 +96,7 @@ class RobotState:
             out[f.name] = v
         return RobotState(**out)
 
-    def observed(self) -> "RobotState":
+    def observed(self) -> RobotState:
         """This state without the simulator-only part: exactly what hardware provides."""
         s = self.select(slice(None))
         s.privileged = None

@@ -223,8 +223,9 @@ class _UrdfWriter:
         j = int(m.body_jntadr[b]) if n else -1
         kind = None if j < 0 else J(int(m.jnt_type[j]))  # enum: `in` fails on numpy ints
         if kind in (J.mjJNT_FREE, J.mjJNT_BALL):
-            raise ValueError(f"{self.spec.mjcf}: body {self.body_name(b)!r} has a {kind.name} joint, "
-                             "which URDF cannot express")
+            raise ValueError(
+                f"{self.spec.mjcf}: body {self.body_name(b)!r} has a {kind.name} joint, which URDF cannot express"
+            )
         if j >= 0:
             self.offset[b] = m.jnt_pos[j]
         pos = m.body_pos[b] + _quat_to_mat(m.body_quat[b]) @ self.offset[b] - self.offset[parent]

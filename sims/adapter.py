@@ -60,12 +60,14 @@ def fixed_base_privileged(n_envs: int, contact: np.ndarray) -> PrivilegedState:
     """Ground truth of a base welded to the world: at the origin, unrotated, at rest.
     contact (n, c) is copied, as a RobotState must outlive the next step."""
     zeros = np.zeros((n_envs, 3))
-    return PrivilegedState(zeros, np.tile([1.0, 0, 0, 0], (n_envs, 1)), zeros.copy(), zeros.copy(),
-                           np.array(contact, dtype=np.float64))
+    return PrivilegedState(
+        zeros, np.tile([1.0, 0, 0, 0], (n_envs, 1)), zeros.copy(), zeros.copy(), np.array(contact, dtype=np.float64)
+    )
 
 
-def free_joint_privileged(qpos: np.ndarray, vel: np.ndarray, q: int, v: int, contact: np.ndarray,
-                          foot_pos: np.ndarray | None) -> PrivilegedState:
+def free_joint_privileged(
+    qpos: np.ndarray, vel: np.ndarray, q: int, v: int, contact: np.ndarray, foot_pos: np.ndarray | None
+) -> PrivilegedState:
     """Ground truth from a MuJoCo-style free joint (MuJoCo, Genesis) at qpos address ``q``, dof ``v``.
 
     qpos (n, nq) holds position and quaternion w,x,y,z; vel (n, nv) the world-frame linear and
@@ -85,8 +87,12 @@ def free_joint_privileged(qpos: np.ndarray, vel: np.ndarray, q: int, v: int, con
 def write_free_joint(qpos: np.ndarray, vel: np.ndarray, q: int, v: int, init: InitState) -> None:
     """Write the base fields of ``init`` (k rows) into a MuJoCo-style free joint of qpos (k, nq) and
     vel (k, nv), in place; a None field keeps what is there (the model's default)."""
-    for field, dest in ((init.base_pos, qpos[:, q : q + 3]), (init.base_quat, qpos[:, q + 3 : q + 7]),
-                        (init.base_lin_vel, vel[:, v : v + 3]), (init.base_ang_vel, vel[:, v + 3 : v + 6])):
+    for field, dest in (
+        (init.base_pos, qpos[:, q : q + 3]),
+        (init.base_quat, qpos[:, q + 3 : q + 7]),
+        (init.base_lin_vel, vel[:, v : v + 3]),
+        (init.base_ang_vel, vel[:, v + 3 : v + 6]),
+    ):
         if field is not None:
             dest[:] = field
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal, Protocol, runtime_checkable
 
 import numpy as np
-from embody.robots import RobotSpec, RobotState
 
 from embody import exits
+from embody.robots import RobotSpec, RobotState
 
 CAPABILITIES = {
     "pd": "PD position control evaluated every physics step",
@@ -41,6 +41,7 @@ CAPABILITIES = {
 
 class UnsupportedTask(ValueError):
     """A simulator lacks a capability a task needs; the message names it."""
+
     exit_code = exits.INPUT
 
 
@@ -54,6 +55,7 @@ def check_capabilities(sim_name: str, offered: frozenset[str], task_name: str, n
 
 class ModelError(ValueError):
     """A model file is missing or malformed; the message names the file and the engine's complaint."""
+
     exit_code = exits.INPUT
 
 

@@ -41,8 +41,12 @@ class GymVectorEnv(VectorEnv):
     def step(self, actions):
         obs, reward, terminated, truncated, info = self.env.step(actions)
         done = terminated | truncated
-        infos = {"privileged_obs": info.privileged_obs, "diverged": info.diverged,
-                 "final_obs": info.final_obs, "_final_obs": done}
+        infos = {
+            "privileged_obs": info.privileged_obs,
+            "diverged": info.diverged,
+            "final_obs": info.final_obs,
+            "_final_obs": done,
+        }
         return obs, reward.astype(np.float64), terminated, truncated, infos
 
     def render(self):
@@ -86,8 +90,12 @@ def register_all() -> None:
     for task in TASKS.names():
         env_id = f"embody/{task}-v0"
         if env_id not in gym.registry:
-            gym.register(env_id, entry_point="embody.sims.gym:GymEnv", kwargs={"task": task},
-                         vector_entry_point="embody.sims.gym:GymVectorEnv")
+            gym.register(
+                env_id,
+                entry_point="embody.sims.gym:GymEnv",
+                kwargs={"task": task},
+                vector_entry_point="embody.sims.gym:GymVectorEnv",
+            )
 
 
 register_all()

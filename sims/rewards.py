@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def tolerance(x: np.ndarray, bounds=(0.0, 0.0), margin: float = 0.0, sigmoid: str = "gaussian",
-              value_at_margin: float = 0.1) -> np.ndarray:
+def tolerance(
+    x: np.ndarray, bounds=(0.0, 0.0), margin: float = 0.0, sigmoid: str = "gaussian", value_at_margin: float = 0.1
+) -> np.ndarray:
     """1 inside ``bounds``, decaying with distance outside to ``value_at_margin`` at ``margin``."""
     lower, upper = bounds
     inside = (lower <= x) & (x <= upper)

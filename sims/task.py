@@ -62,7 +62,7 @@ class Task(ABC):
 
     @classmethod
     def reward_term_names(cls) -> list[str]:
-        return sorted(n[len("reward_"):] for n in dir(cls) if n.startswith("reward_") and n != "reward_term_names")
+        return sorted(n[len("reward_") :] for n in dir(cls) if n.startswith("reward_") and n != "reward_term_names")
 
     # -- sizes ---------------------------------------------------------------------------
     @property

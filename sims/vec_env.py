@@ -11,8 +11,8 @@ the steps actually taken, not the staggered counter. Evaluation runs unstaggered
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -55,8 +55,9 @@ class VecEnv:
     """``reward_fn(state, action, task_reward) -> (n,)``, when given, replaces the task's reward
     (a learned reward model, a preference-based reward); the task's terms are still logged."""
 
-    def __init__(self, task: Task, sim: Simulator, seed: int = 0, staggered: bool = False,
-                 reward_fn: RewardFn | None = None):
+    def __init__(
+        self, task: Task, sim: Simulator, seed: int = 0, staggered: bool = False, reward_fn: RewardFn | None = None
+    ):
         self.task, self.sim, self.n_envs = task, sim, sim.n_envs
         self.staggered, self.reward_fn = staggered, reward_fn
         self.rng = np.random.default_rng(seed)
@@ -113,9 +114,16 @@ class VecEnv:
         obs, priv = self.task.observe(state), self.task.privileged_observe(state)
         done = np.flatnonzero(terminated | truncated)
         success = self.task.success(state) if done.size else None
-        info = StepInfo(priv, obs, priv, self.episode_return[done].copy(), self.episode_length[done].copy(),
-                        None if success is None else success[done] & ~diverged[done],
-                        {k: float(v.mean()) for k, v in terms.items()}, diverged.copy())
+        info = StepInfo(
+            priv,
+            obs,
+            priv,
+            self.episode_return[done].copy(),
+            self.episode_length[done].copy(),
+            None if success is None else success[done] & ~diverged[done],
+            {k: float(v.mean()) for k, v in terms.items()},
+            diverged.copy(),
+        )
         if done.size:
             self.diverged_total += int(diverged.sum())
             self._reset_envs(done)
@@ -136,8 +144,15 @@ def make_task_config(task_name: str) -> TaskConfig:
     return TASKS.get(task_name).config_class()
 
 
-def make_env(task_name: str, sim: str = "mujoco", n_envs: int = 1, seed: int = 0, staggered: bool = False,
-             config: TaskConfig | None = None, reward_fn: RewardFn | None = None) -> VecEnv:
+def make_env(
+    task_name: str,
+    sim: str = "mujoco",
+    n_envs: int = 1,
+    seed: int = 0,
+    staggered: bool = False,
+    config: TaskConfig | None = None,
+    reward_fn: RewardFn | None = None,
+) -> VecEnv:
     """Build task ``task_name`` on simulator ``sim`` (unknown names list the valid ones)."""
     task_cls = TASKS.get(task_name)
     config = config or task_cls.config_class()

@@ -16,8 +16,15 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 # Fast core tests run from the copy; they cover the CLI, configs, checkpoints, envs and the planners' CLI.
-SMOKE = ["embody/test_config.py", "embody/test_cli.py", "policies/test_checkpoint.py", "sims/test_vec_env.py",
-         "planners/test_pddl.py", "planners/test_plan_cli.py", "planners/test_retrieve.py"]
+SMOKE = [
+    "embody/test_config.py",
+    "embody/test_cli.py",
+    "policies/test_checkpoint.py",
+    "sims/test_vec_env.py",
+    "planners/test_pddl.py",
+    "planners/test_plan_cli.py",
+    "planners/test_retrieve.py",
+]
 
 # The venv's own embody is an editable install whose import hook maps embody.papers onto this checkout
 # even when embody itself comes from PYTHONPATH: take it out so the copy cannot reach papers/ at all.
@@ -46,8 +53,23 @@ def core(tmp_path_factory) -> Path:
             (tmp / "copy" / f).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / f, tmp / "copy" / f)
     assert (tmp / "copy" / "setup.py").is_file() and not (tmp / "copy" / "papers").exists()
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-                    "--target", str(tmp / "site"), str(tmp / "copy")], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+            str(tmp / "site"),
+            str(tmp / "copy"),
+        ],
+        check=True,
+        capture_output=True,
+    )
     (tmp / "guard").mkdir()
     (tmp / "guard" / "sitecustomize.py").write_text(GUARD)
     (tmp / "guard" / "embody_where.py").write_text(WHERE)
@@ -61,8 +83,9 @@ def python(core: Path, *argv: str, timeout: float = 120) -> subprocess.Completed
 
 
 def test_the_core_installs_alone_and_lists_no_plugins(core):
-    run = python(core, "-c", "import embody, importlib.util; "
-                 "print(embody.__file__, importlib.util.find_spec('embody.papers'))")
+    run = python(
+        core, "-c", "import embody, importlib.util; print(embody.__file__, importlib.util.find_spec('embody.papers'))"
+    )
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == [str(core / "site" / "embody" / "__init__.py"), "None"]
     assert "embody.plugins" not in (core / "site" / "embody-0.1.0.dist-info" / "entry_points.txt").read_text()
@@ -90,8 +113,23 @@ def test_every_core_module_imports_without_papers(core):
 
 def test_the_core_trains_without_papers(core):
     out = core / "run"
-    run = python(core, "-m", "embody.cli", "train", "cartpole-swingup", "--steps", "2048", "--envs", "4",
-                 "--out", str(out), "--set", "ppo.n_steps=64", "--set", "eval_episodes=1")
+    run = python(
+        core,
+        "-m",
+        "embody.cli",
+        "train",
+        "cartpole-swingup",
+        "--steps",
+        "2048",
+        "--envs",
+        "4",
+        "--out",
+        str(out),
+        "--set",
+        "ppo.n_steps=64",
+        "--set",
+        "eval_episodes=1",
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert (out / "checkpoint" / "model.safetensors").stat().st_size > 0 and (out / "metrics.csv").is_file()
 

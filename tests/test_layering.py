@@ -35,8 +35,8 @@ def module_name(path: Path) -> str | None:
     rel = path.relative_to(ROOT)
     # the longest folder first: "embody" must not claim "embody/..." files of a nested root (none today)
     for package, folder in sorted(FOLDERS.items(), key=lambda kv: -len(kv[1])):
-        if rel.parts[:len(Path(folder).parts)] == Path(folder).parts:
-            parts = [package, *rel.with_suffix("").parts[len(Path(folder).parts):]]
+        if rel.parts[: len(Path(folder).parts)] == Path(folder).parts:
+            parts = [package, *rel.with_suffix("").parts[len(Path(folder).parts) :]]
             return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
     return None
 
@@ -61,7 +61,7 @@ def core_private(dotted: str) -> str | None:
     for i, part in enumerate(parts[1:], 1):
         if is_private(part):
             return part
-        if ".".join(parts[:i + 1]) not in CORE_MODULES:
+        if ".".join(parts[: i + 1]) not in CORE_MODULES:
             return None  # past the modules we know: an attribute, checked once, then stop
     return None
 
@@ -82,10 +82,14 @@ def imports(path: Path, tree: ast.Module):
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                up = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+                up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
                 base = ".".join(up + ([node.module] if node.module else []))
-            yield node.lineno, base, [a.name for a in node.names], {a.asname or a.name: f"{base}.{a.name}"
-                                                                     for a in node.names}
+            yield (
+                node.lineno,
+                base,
+                [a.name for a in node.names],
+                {a.asname or a.name: f"{base}.{a.name}" for a in node.names},
+            )
 
 
 def targets(module: str, names: list[str] | None) -> list[str]:
@@ -117,6 +121,7 @@ def test_scanner_sees_the_tree():
 
 def papers_imported(path: Path, tree: ast.Module, papers: tuple[str, ...] = (PAPERS,)) -> list[str]:
     """Where ``tree`` imports or names (a string) ``embody.papers`` or, given ``papers``, those papers."""
+
     def hit(t: str) -> bool:
         return t in papers or t.startswith(tuple(p + sep for p in papers for sep in ".:"))
 
@@ -141,8 +146,9 @@ def private_uses(path: Path, tree: ast.Module) -> list[str]:
     offences = []
     bound: dict[str, str] = {}  # local name -> the core module (or a name in one) it stands for
     for line, module, names, binds in imports(path, tree):
-        offences += [f"{rel(path)}:{line}: imports {t} (private {p})"
-                     for t in targets(module, names) if (p := core_private(t))][:1]
+        offences += [
+            f"{rel(path)}:{line}: imports {t} (private {p})" for t in targets(module, names) if (p := core_private(t))
+        ][:1]
         # `import embody.x` binds "embody" (value None: itself); `import embody.x as m` binds m -> embody.x
         bound.update({k: v or k for k, v in binds.items() if (v or k).split(".")[0] == "embody"})
     nodes = list(ast.walk(tree))
@@ -172,17 +178,25 @@ tasks._helper(load, fmt._x, embody.robots._registry, fmt.load, tasks.TASKS)
 ep = "embody.papers.unidomain.cli:main"
 """)
     assert [o.split(": ", 1)[1] for o in private_uses(paper, code)] == [
-        "imports embody.datasets._video (private _video)", "imports embody.datasets.format._check (private _check)",
-        "uses embody.sims.tasks._helper (private _helper)", "uses embody.datasets.format._x (private _x)",
-        "uses embody.robots._registry (private _registry)"]
+        "imports embody.datasets._video (private _video)",
+        "imports embody.datasets.format._check (private _check)",
+        "uses embody.sims.tasks._helper (private _helper)",
+        "uses embody.datasets.format._x (private _x)",
+        "uses embody.robots._registry (private _registry)",
+    ]
     others = (f"{PAPERS}.unidomain", f"{PAPERS}.blindfolded")
     assert [o.split(": ", 1)[1] for o in papers_imported(paper, code, others)] == [
-        "imports embody.papers.unidomain", "imports embody.papers.blindfolded",
-        "names 'embody.papers.unidomain.cli:main'"]
+        "imports embody.papers.unidomain",
+        "imports embody.papers.blindfolded",
+        "names 'embody.papers.unidomain.cli:main'",
+    ]
     core = ROOT / "embody" / "example.py"
     code = ast.parse("from embody import papers\nfrom . import papers\nimportlib.import_module('embody.papers.mpa')")
     assert [o.split(": ", 1)[1] for o in papers_imported(core, code)] == [
-        "imports embody.papers", "imports embody.papers", "names 'embody.papers.mpa'"]
+        "imports embody.papers",
+        "imports embody.papers",
+        "names 'embody.papers.mpa'",
+    ]
 
 
 def test_core_and_core_tests_never_import_papers():
@@ -202,8 +216,12 @@ def paper_files() -> dict[str, list[Path]]:
 def test_no_paper_imports_another():
     papers = paper_files()
     assert {"unidomain", "mpa", "blindfolded"} <= set(papers)
-    offences = [o for name, files in papers.items() for p in files
-                for o in papers_imported(p, parse(p), tuple(f"{PAPERS}.{x}" for x in papers if x != name))]
+    offences = [
+        o
+        for name, files in papers.items()
+        for p in files
+        for o in papers_imported(p, parse(p), tuple(f"{PAPERS}.{x}" for x in papers if x != name))
+    ]
     assert not offences, report("a paper must not import another paper", offences)
 
 

@@ -13,14 +13,25 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_regular_install_has_the_namespace_and_assets(tmp_path):
     wheel_dir, target = tmp_path / "wheel", tmp_path / "site"
     pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
-    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", wheel_dir, ROOT], check=True,
-                   cwd=tmp_path, capture_output=True)
+    subprocess.run(
+        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", wheel_dir, ROOT],
+        check=True,
+        cwd=tmp_path,
+        capture_output=True,
+    )
     wheel = next(wheel_dir.glob("embody-*.whl"))
     subprocess.run([*pip, "install", "--no-deps", "--target", target, wheel], check=True, capture_output=True)
-    code = ("import embody.robots, embody.sims, embody.policies, embody.planners, embody.hardware; "
-            "from embody.robots import get_robot; "
-            "paths = [get_robot(n).mjcf for n in ('h1_2', 'cartpole')]; "
-            "assert all(p.is_file() and str(p).startswith(sys.argv[1]) for p in paths), paths; print('ok')")
-    r = subprocess.run([sys.executable, "-c", "import sys; " + code, str(target)], cwd=tmp_path,
-                       env={"PYTHONPATH": str(target), "PATH": ""}, capture_output=True, text=True)
+    code = (
+        "import embody.robots, embody.sims, embody.policies, embody.planners, embody.hardware; "
+        "from embody.robots import get_robot; "
+        "paths = [get_robot(n).mjcf for n in ('h1_2', 'cartpole')]; "
+        "assert all(p.is_file() and str(p).startswith(sys.argv[1]) for p in paths), paths; print('ok')"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", "import sys; " + code, str(target)],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(target), "PATH": ""},
+        capture_output=True,
+        text=True,
+    )
     assert r.stdout.strip() == "ok", r.stderr

@@ -46,9 +46,11 @@ class ArmDriver:
         self.robot = robot
         self.supervisor = supervisor if supervisor is not None else arm_supervisor(robot)
         if self.supervisor.robot.n_joints != robot.n_joints:
-            raise ValueError(f"the supervisor is for {self.supervisor.robot.name!r} "
-                             f"({self.supervisor.robot.n_joints} joints), the driver for {robot.name!r} "
-                             f"({robot.n_joints} joints)")
+            raise ValueError(
+                f"the supervisor is for {self.supervisor.robot.name!r} "
+                f"({self.supervisor.robot.n_joints} joints), the driver for {robot.name!r} "
+                f"({robot.n_joints} joints)"
+            )
         self._t0 = time.monotonic()
         self._connected = False
         self._closed = False
@@ -89,8 +91,12 @@ class ArmDriver:
         box = self.supervisor.config.workspace
         if box is not None:
             pos = np.clip(pos, box[0], box[1])
-        sent = CartesianCommand(pos=pos, quat=quat, stiffness=np.array(command.stiffness, dtype=np.float64),
-                                damping=np.array(command.damping, dtype=np.float64))
+        sent = CartesianCommand(
+            pos=pos,
+            quat=quat,
+            stiffness=np.array(command.stiffness, dtype=np.float64),
+            damping=np.array(command.damping, dtype=np.float64),
+        )
         self._execute_cartesian(sent)
         return sent
 
@@ -140,8 +146,10 @@ class ArmDriver:
         library: the arm is damped instead and the caller gets RuntimeError."""
         if not command.is_finite():
             self._execute(JointCommand.damping(self.robot.n_joints, self.supervisor.config.damping_kd))
-            raise RuntimeError(f"the safety supervisor returned a non-finite command; it was not sent, the "
-                               f"{self.name} was damped instead: {command}")
+            raise RuntimeError(
+                f"the safety supervisor returned a non-finite command; it was not sent, the "
+                f"{self.name} was damped instead: {command}"
+            )
         return command
 
 

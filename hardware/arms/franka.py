@@ -83,8 +83,10 @@ def probe_franka(host: str, timeout_s: float) -> int:
     n = HEADER.size + CONNECT_RESPONSE.size
     reply = probe(host, FRANKA_PORT, timeout_s, hello=franka_hello(), what="Franka controller", reply_bytes=n)
     if len(reply) < n or HEADER.unpack_from(reply)[0] != CMD_CONNECT:
-        raise RobotConnectionError(f"{endpoint(host, FRANKA_PORT)} answered, but not as a Franka controller "
-                                   f"(first bytes {reply!r}); is this the robot's address?")
+        raise RobotConnectionError(
+            f"{endpoint(host, FRANKA_PORT)} answered, but not as a Franka controller "
+            f"(first bytes {reply!r}); is this the robot's address?"
+        )
     return CONNECT_RESPONSE.unpack_from(reply, HEADER.size)[1]
 
 
@@ -92,8 +94,15 @@ def state_from_franka(s, t: float) -> RobotState:
     """RobotState (n = 1) from a pylibfranka RobotState ``s``; ``t`` [s] since connect."""
     row = lambda a: np.asarray(a, dtype=np.float64)[None]  # noqa: E731
     pos, quat = column_major_to_pose(s.O_T_EE)
-    return RobotState(joint_pos=row(s.q), joint_vel=row(s.dq), joint_torque=row(s.tau_J), time=np.array([t]),
-                      ee_pos=pos[None], ee_quat=quat[None], wrench=row(s.K_F_ext_hat_K))
+    return RobotState(
+        joint_pos=row(s.q),
+        joint_vel=row(s.dq),
+        joint_torque=row(s.tau_J),
+        time=np.array([t]),
+        ee_pos=pos[None],
+        ee_quat=quat[None],
+        wrench=row(s.K_F_ext_hat_K),
+    )
 
 
 def joint_torque(cmd: JointCommand, q: np.ndarray, dq: np.ndarray, torque_limit: np.ndarray) -> np.ndarray:
@@ -103,8 +112,9 @@ def joint_torque(cmd: JointCommand, q: np.ndarray, dq: np.ndarray, torque_limit:
     return np.clip(np.where(cmd.enable, tau, 0.0), -torque_limit, torque_limit)
 
 
-def rate_limited(tau: np.ndarray, tau_last: np.ndarray, dt: float = CONTROL_DT,
-                 max_rate: float = MAX_TORQUE_RATE) -> np.ndarray:
+def rate_limited(
+    tau: np.ndarray, tau_last: np.ndarray, dt: float = CONTROL_DT, max_rate: float = MAX_TORQUE_RATE
+) -> np.ndarray:
     """``tau`` moved at most ``max_rate · dt`` from ``tau_last`` (the robot rejects faster changes)."""
     step = max_rate * dt
     return np.clip(tau, tau_last - step, tau_last + step)
@@ -120,8 +130,9 @@ def jacobian_6x7(raw) -> np.ndarray:
     raise ValueError(f"unexpected zero Jacobian of shape {a.shape}")
 
 
-def cartesian_torque(J: np.ndarray, pos: np.ndarray, quat: np.ndarray, dq: np.ndarray, target: CartesianCommand,
-                     torque_limit: np.ndarray) -> np.ndarray:
+def cartesian_torque(
+    J: np.ndarray, pos: np.ndarray, quat: np.ndarray, dq: np.ndarray, target: CartesianCommand, torque_limit: np.ndarray
+) -> np.ndarray:
     """Cartesian impedance ``Jᵀ (K e − D J dq)`` (7,) [N·m] for the EE at pos (3,), quat (4,) w,x,y,z.
 
     e: position error (3,) [m] and the rotation vector taking the current orientation to the target
@@ -138,8 +149,14 @@ def cartesian_torque(J: np.ndarray, pos: np.ndarray, quat: np.ndarray, dq: np.nd
 def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     aw, ax, ay, az = a
     bw, bx, by, bz = b
-    return np.array([aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw])
+    return np.array(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ]
+    )
 
 
 def _is_idle(cmd: JointCommand) -> bool:
@@ -155,9 +172,17 @@ class FrankaArm(ArmDriver):
 
     name = "Franka arm"
 
-    def __init__(self, host: str, supervisor: SafetySupervisor | None = None, robot: RobotSpec | None = None, *,
-                 enforce_realtime: bool = True, subtract_gravity: bool = False, command_timeout_s: float = 0.1,
-                 stop_timeout_s: float = 1.0):
+    def __init__(
+        self,
+        host: str,
+        supervisor: SafetySupervisor | None = None,
+        robot: RobotSpec | None = None,
+        *,
+        enforce_realtime: bool = True,
+        subtract_gravity: bool = False,
+        command_timeout_s: float = 0.1,
+        stop_timeout_s: float = 1.0,
+    ):
         if robot is None:
             from embody.robots import get_robot
 
@@ -198,14 +223,20 @@ class FrankaArm(ArmDriver):
             robot = franka.Robot(self.host, rt)
             first = robot.read_once()
         except Exception as e:  # pylibfranka raises FrankaException or RuntimeError subclasses
-            raise RobotConnectionError(f"libfranka could not connect to the Franka arm at {where} (its research "
-                                       f"interface is version {self.server_version}): {e}") from e
+            raise RobotConnectionError(
+                f"libfranka could not connect to the Franka arm at {where} (its research "
+                f"interface is version {self.server_version}): {e}"
+            ) from e
         self._franka, self._robot = franka, robot
         try:
             self._model = robot.load_model()  # now, not while the 1 kHz loop needs the GIL
         except Exception as e:
-            log.warning("Franka arm %s: could not load the dynamics model (Cartesian targets and "
-                        "subtract_gravity unavailable): %s", self.host, e)
+            log.warning(
+                "Franka arm %s: could not load the dynamics model (Cartesian targets and "
+                "subtract_gravity unavailable): %s",
+                self.host,
+                e,
+            )
         self._store(first)
         self._connected = True
 
@@ -263,13 +294,15 @@ class FrankaArm(ArmDriver):
     def _start_loop(self) -> None:
         ready = threading.Event()
         self._stop.clear()
-        self._loop = threading.Thread(target=self._control_loop, args=(ready,), name=f"franka-torque-{self.host}",
-                                      daemon=True)
+        self._loop = threading.Thread(
+            target=self._control_loop, args=(ready,), name=f"franka-torque-{self.host}", daemon=True
+        )
         self._loop.start()
         if not ready.wait(max(self.command_timeout_s, 0.5)):
             self.supervisor.estop("Franka torque control did not start")
-            raise RobotConnectionError(f"the Franka arm at {endpoint(self.host, FRANKA_PORT)} did not start torque "
-                                       f"control in time")
+            raise RobotConnectionError(
+                f"the Franka arm at {endpoint(self.host, FRANKA_PORT)} did not start torque control in time"
+            )
         self._raise_if_failed()
 
     def _control_loop(self, ready: threading.Event) -> None:
@@ -306,8 +339,9 @@ class FrankaArm(ArmDriver):
             return np.zeros(7)
         if cart is not None:
             pos, quat = column_major_to_pose(raw.O_T_EE)
-            return cartesian_torque(jacobian_6x7(self._model.zero_jacobian(raw)), pos, quat, dq, cart,
-                                    self._torque_limit)
+            return cartesian_torque(
+                jacobian_6x7(self._model.zero_jacobian(raw)), pos, quat, dq, cart, self._torque_limit
+            )
         tau = joint_torque(joint, q, dq, self._torque_limit)
         if self.subtract_gravity and np.any(joint.kp > 0):
             tau = np.clip(tau - np.asarray(self._model.gravity(raw)), -self._torque_limit, self._torque_limit)
@@ -321,10 +355,20 @@ class FrankaArm(ArmDriver):
 
     def _raise_if_failed(self) -> None:
         if self._error is not None:
-            raise RuntimeError(f"the Franka control loop stopped: {self._error!r}; the supervisor was e-stopped. "
-                               f"Clear the robot's error (e.g. pylibfranka Robot.automatic_error_recovery) and "
-                               f"reconnect") from self._error
+            raise RuntimeError(
+                f"the Franka control loop stopped: {self._error!r}; the supervisor was e-stopped. "
+                f"Clear the robot's error (e.g. pylibfranka Robot.automatic_error_recovery) and "
+                f"reconnect"
+            ) from self._error
 
 
-__all__ = ["FrankaArm", "cartesian_torque", "franka_hello", "jacobian_6x7", "joint_torque", "probe_franka",
-           "rate_limited", "state_from_franka"]
+__all__ = [
+    "FrankaArm",
+    "cartesian_torque",
+    "franka_hello",
+    "jacobian_6x7",
+    "joint_torque",
+    "probe_franka",
+    "rate_limited",
+    "state_from_franka",
+]

@@ -56,11 +56,13 @@ def matrix_to_quat(R: np.ndarray) -> np.ndarray:
 def quat_to_matrix(quat: np.ndarray) -> np.ndarray:
     """Quaternion (4,) w,x,y,z (any norm > 0) → rotation matrix (3, 3)."""
     w, x, y, z = np.asarray(quat, dtype=np.float64) / np.linalg.norm(quat)
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-    ])
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
 
 
 def column_major_to_pose(T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -82,5 +84,11 @@ def _positive_w(q: np.ndarray) -> np.ndarray:
     return np.where(q[..., :1] < 0, -q, q)
 
 
-__all__ = ["axis_angle_to_quat", "column_major_to_pose", "matrix_to_quat", "pose_to_column_major",
-           "quat_to_axis_angle", "quat_to_matrix"]
+__all__ = [
+    "axis_angle_to_quat",
+    "column_major_to_pose",
+    "matrix_to_quat",
+    "pose_to_column_major",
+    "quat_to_axis_angle",
+    "quat_to_matrix",
+]

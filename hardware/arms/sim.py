@@ -18,7 +18,10 @@ from ..supervisor import SafetySupervisor, SupervisorConfig
 from ..unitree.wire import XCDR1_LE
 
 MAX_WRIST_FORCE_N = 60.0  # beyond the peg-insert task's contact forces, far below the Panda's
-WORKSPACE = ((0.2, -0.5, -0.06), (0.9, 0.5, 1.0))  # m, arm base frame, for the peg tip: in front of the arm, above the board or in the hole
+WORKSPACE = (
+    (0.2, -0.5, -0.06),
+    (0.9, 0.5, 1.0),
+)  # m, arm base frame, for the peg tip: in front of the arm, above the board or in the hole
 
 
 def _words_crc(buf: np.ndarray) -> int:
@@ -40,8 +43,9 @@ class ArmCodec:
         self.state_topic, self.state_type = m.TOPIC_ARM_STATE, m.ArmState_
 
     def supervisor_config(self) -> SupervisorConfig:
-        return SupervisorConfig(max_tilt_rad=None, max_wrench_n=MAX_WRIST_FORCE_N, workspace=WORKSPACE,
-                                passive_before_ramp=True)
+        return SupervisorConfig(
+            max_tilt_rad=None, max_wrench_n=MAX_WRIST_FORCE_N, workspace=WORKSPACE, passive_before_ramp=True
+        )
 
     def check(self) -> None:
         m = self.m
@@ -55,8 +59,10 @@ class ArmCodec:
 
     def _record(self, data: bytes, dtype: np.dtype, name: str) -> np.ndarray:
         if data[:4] != XCDR1_LE or len(data) != 4 + dtype.itemsize:
-            raise HardwareError(f"{name}: expected a {4 + dtype.itemsize}-byte little-endian CDR sample, got "
-                                f"{len(data)} bytes starting {bytes(data[:4]).hex()}")
+            raise HardwareError(
+                f"{name}: expected a {4 + dtype.itemsize}-byte little-endian CDR sample, got "
+                f"{len(data)} bytes starting {bytes(data[:4]).hex()}"
+            )
         buf = np.frombuffer(data, np.uint8, offset=4)
         if _words_crc(buf) != int(buf[-4:].view("<u4")[0]):
             raise CrcMismatch(f"{name}: CRC mismatch")
@@ -72,8 +78,15 @@ class ArmCodec:
     def decode_state(self, data: bytes, n_joints: int, t: float) -> tuple[RobotState, int, dict]:
         r = self._record(data, self.m.ARM_STATE_DTYPE, "ArmState_")
         row = lambda k: r[k].astype(np.float64)[None]  # noqa: E731
-        state = RobotState(joint_pos=row("q"), joint_vel=row("dq"), joint_torque=row("tau"), time=np.array([t]),
-                           ee_pos=row("ee_pos"), ee_quat=row("ee_quat"), wrench=row("wrench"))
+        state = RobotState(
+            joint_pos=row("q"),
+            joint_vel=row("dq"),
+            joint_torque=row("tau"),
+            time=np.array([t]),
+            ee_pos=row("ee_pos"),
+            ee_quat=row("ee_quat"),
+            wrench=row("wrench"),
+        )
         return state, int(r["applied"]), {}
 
     def encode_command(self, cmd: JointCommand, echo: dict, seq: int | None) -> tuple[bytes, int]:
@@ -87,8 +100,14 @@ class ArmCodec:
     def encode_state(self, state: RobotState, applied_id: int, tick: int) -> bytes:
         rec = np.zeros((), self.m.ARM_STATE_DTYPE)
         rec["tick"], rec["applied"] = tick & 0xFFFFFFFF, applied_id
-        for k, v in (("q", state.joint_pos), ("dq", state.joint_vel), ("tau", state.joint_torque),
-                     ("ee_pos", state.ee_pos), ("ee_quat", state.ee_quat), ("wrench", state.wrench)):
+        for k, v in (
+            ("q", state.joint_pos),
+            ("dq", state.joint_vel),
+            ("tau", state.joint_torque),
+            ("ee_pos", state.ee_pos),
+            ("ee_quat", state.ee_quat),
+            ("wrench", state.wrench),
+        ):
             rec[k] = v[0]
         return self._seal(rec)[0]
 
@@ -96,14 +115,24 @@ class ArmCodec:
         r = self._record(data, self.m.ARM_CMD_DTYPE, "ArmCmd_")
         f = lambda k: r[k].astype(np.float64)  # noqa: E731
         enable = (int(r["enable"]) >> np.arange(self.m.ARM_JOINTS)) & 1 == 1
-        return JointCommand(q=f("q"), dq=f("dq"), tau=f("tau"), kp=f("kp"), kd=f("kd"), enable=enable), int(r["crc"]), {}
+        return (
+            JointCommand(q=f("q"), dq=f("dq"), tau=f("tau"), kp=f("kp"), kd=f("kd"), enable=enable),
+            int(r["crc"]),
+            {},
+        )
 
 
 class PegArmDriver(DdsDriver):
     """The simulated peg arm of ``embody robot-sim peg_arm`` on ``iface``, DDS domain ``domain``."""
 
-    def __init__(self, iface: str = "lo", domain: int = 0, supervisor: SafetySupervisor | None = None,
-                 robot: RobotSpec | None = None, rate_hz: float = 500.0):
+    def __init__(
+        self,
+        iface: str = "lo",
+        domain: int = 0,
+        supervisor: SafetySupervisor | None = None,
+        robot: RobotSpec | None = None,
+        rate_hz: float = 500.0,
+    ):
         from embody.robots import get_robot
 
         robot = robot or get_robot("peg_arm")

@@ -45,8 +45,19 @@ class ArmState_(IdlStruct, typename="embody_arm.msg.dds_.ArmState_"):
 
 
 _J = ("<f4", (ARM_JOINTS,))
-ARM_CMD_DTYPE = np.dtype([("seq", "<u4"), ("q", *_J), ("dq", *_J), ("tau", *_J), ("kp", *_J), ("kd", *_J),
-                          ("enable", "<u4"), ("crc", "<u4")])
-ARM_STATE_DTYPE = np.dtype([("tick", "<u4"), ("applied", "<u4"), ("q", *_J), ("dq", *_J), ("tau", *_J),
-                            ("ee_pos", "<f4", (3,)), ("ee_quat", "<f4", (4,)), ("wrench", "<f4", (6,)),
-                            ("crc", "<u4")])
+ARM_CMD_DTYPE = np.dtype(
+    [("seq", "<u4"), ("q", *_J), ("dq", *_J), ("tau", *_J), ("kp", *_J), ("kd", *_J), ("enable", "<u4"), ("crc", "<u4")]
+)
+ARM_STATE_DTYPE = np.dtype(
+    [
+        ("tick", "<u4"),
+        ("applied", "<u4"),
+        ("q", *_J),
+        ("dq", *_J),
+        ("tau", *_J),
+        ("ee_pos", "<f4", (3,)),
+        ("ee_quat", "<f4", (4,)),
+        ("wrench", "<f4", (6,)),
+        ("crc", "<u4"),
+    ]
+)

@@ -27,7 +27,8 @@ import queue
 import socket
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..interface import RobotConnectionError
 
@@ -37,8 +38,9 @@ def endpoint(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def probe(host: str, port: int, timeout_s: float, hello: bytes = b"", what: str = "robot controller",
-          reply_bytes: int = 3) -> bytes:
+def probe(
+    host: str, port: int, timeout_s: float, hello: bytes = b"", what: str = "robot controller", reply_bytes: int = 3
+) -> bytes:
     """Connect to host:port and return the peer's first ``reply_bytes`` bytes (fewer if it closes
     after some), all within ``timeout_s`` seconds.
 
@@ -51,7 +53,8 @@ def probe(host: str, port: int, timeout_s: float, hello: bytes = b"", what: str 
     try:
         # getaddrinfo has no timeout of its own (a hostname can stall in DNS); it releases the GIL
         family, kind, proto, _, address = call_with_timeout(
-            lambda: socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0], timeout_s, f"resolving {host!r}")
+            lambda: socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0], timeout_s, f"resolving {host!r}"
+        )
         sock = socket.socket(family, kind, proto)
         sock.settimeout(max(deadline - time.monotonic(), 1e-3))
         try:
@@ -59,9 +62,11 @@ def probe(host: str, port: int, timeout_s: float, hello: bytes = b"", what: str 
         except BaseException:
             sock.close()
             raise
-    except socket.timeout:
-        raise RobotConnectionError(f"cannot reach the {what} at {where}: no TCP connection within {timeout_s:g} s "
-                                   f"(host down, wrong address or a firewall dropping packets)") from None
+    except TimeoutError:
+        raise RobotConnectionError(
+            f"cannot reach the {what} at {where}: no TCP connection within {timeout_s:g} s "
+            f"(host down, wrong address or a firewall dropping packets)"
+        ) from None
     except RobotConnectionError as e:  # DNS did not answer in time
         raise RobotConnectionError(f"cannot reach the {what} at {where}: {e}") from e
     except OSError as e:  # refused, unreachable, unknown host: fail now, with the OS's reason
@@ -79,16 +84,19 @@ def probe(host: str, port: int, timeout_s: float, hello: bytes = b"", what: str 
                 if not chunk:
                     break
                 reply += chunk
-        except socket.timeout:
+        except TimeoutError:
             if not reply:
                 raise RobotConnectionError(
                     f"the {what} at {where} accepted the connection but did not answer within {timeout_s:g} s "
-                    f"(a controller still booting or hung, or a different service on that port)") from None
+                    f"(a controller still booting or hung, or a different service on that port)"
+                ) from None
         except OSError as e:
             raise RobotConnectionError(f"the {what} at {where} dropped the connection: {e.strerror or e}") from e
     if not reply:
-        raise RobotConnectionError(f"the {what} at {where} accepted the connection and closed it without answering "
-                                   f"(another client connected, or the service is shutting down)")
+        raise RobotConnectionError(
+            f"the {what} at {where} accepted the connection and closed it without answering "
+            f"(another client connected, or the service is shutting down)"
+        )
     return reply
 
 
@@ -117,8 +125,10 @@ class BlockingCaller:
         """``fn(*args)`` on the worker; its result, its exception, or RobotConnectionError after
         ``timeout_s`` naming ``what``."""
         if self._stuck is not None:
-            raise RobotConnectionError(f"{self.name}: not sending {what}: an earlier call ({self._stuck}) is still "
-                                       f"blocked in the library; the controller stopped answering")
+            raise RobotConnectionError(
+                f"{self.name}: not sending {what}: an earlier call ({self._stuck}) is still "
+                f"blocked in the library; the controller stopped answering"
+            )
         done, box = threading.Event(), {}
         self._jobs.put((fn, args, box, done))
         if not done.wait(timeout_s):

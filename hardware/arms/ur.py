@@ -60,13 +60,28 @@ def ur5e_spec() -> RobotSpec:
     the supervisor keeps each servoJ target within SERVO_STEP_RAD of the measured pose; kd only
     sizes the supervisor's gain clamp (servoJ sends neither).
     """
-    joints = tuple(Joint(name, lower=-2 * math.pi, upper=2 * math.pi, velocity_limit=UR5E_VELOCITY,
-                         torque_limit=t, kp=t / SERVO_STEP_RAD, kd=0.02 * t / SERVO_STEP_RAD, default=q0)
-                   for name, t, q0 in zip(UR5E_JOINTS, UR5E_TORQUE, UR5E_HOME))
-    return RobotSpec(name="ur5e", joints=joints, mjcf=Path(), floating_base=False, groups={"arm": tuple(range(6))},
-                     sensors=Sensors(ee_site="tcp", ft_site="ft_sensor"),
-                     description="Universal Robots UR5e (hardware only: no model file); TCP and payload as set "
-                                 "on the teach pendant")
+    joints = tuple(
+        Joint(
+            name,
+            lower=-2 * math.pi,
+            upper=2 * math.pi,
+            velocity_limit=UR5E_VELOCITY,
+            torque_limit=t,
+            kp=t / SERVO_STEP_RAD,
+            kd=0.02 * t / SERVO_STEP_RAD,
+            default=q0,
+        )
+        for name, t, q0 in zip(UR5E_JOINTS, UR5E_TORQUE, UR5E_HOME)
+    )
+    return RobotSpec(
+        name="ur5e",
+        joints=joints,
+        mjcf=Path(),
+        floating_base=False,
+        groups={"arm": tuple(range(6))},
+        sensors=Sensors(ee_site="tcp", ft_site="ft_sensor"),
+        description="Universal Robots UR5e (hardware only: no model file); TCP and payload as set on the teach pendant",
+    )
 
 
 def rtde_hello() -> bytes:
@@ -78,8 +93,10 @@ def probe_rtde(host: str, timeout_s: float) -> None:
     """Ask host:30004 for RTDE protocol version 2; RobotConnectionError unless an RTDE server answers in time."""
     reply = probe(host, RTDE_PORT, timeout_s, hello=rtde_hello(), what="UR RTDE server", reply_bytes=3)
     if len(reply) < 3 or reply[2] != RTDE_REQUEST_PROTOCOL_VERSION:
-        raise RobotConnectionError(f"{endpoint(host, RTDE_PORT)} answered, but not as a UR RTDE server "
-                                   f"(first bytes {reply!r}); is this the robot's address?")
+        raise RobotConnectionError(
+            f"{endpoint(host, RTDE_PORT)} answered, but not as a UR RTDE server "
+            f"(first bytes {reply!r}); is this the robot's address?"
+        )
 
 
 def tcp_pose_to_pos_quat(pose: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -105,10 +122,20 @@ class URArm(ArmDriver):
 
     name = "UR arm"
 
-    def __init__(self, host: str, supervisor: SafetySupervisor | None = None, robot: RobotSpec | None = None, *,
-                 control: bool = True, servo_period_s: float = 0.002, lookahead_s: float = 0.1,
-                 servo_gain: float = 300.0, stop_decel: float = 10.0, wrench: str = "ft_raw",
-                 call_timeout_s: float = 1.0):
+    def __init__(
+        self,
+        host: str,
+        supervisor: SafetySupervisor | None = None,
+        robot: RobotSpec | None = None,
+        *,
+        control: bool = True,
+        servo_period_s: float = 0.002,
+        lookahead_s: float = 0.1,
+        servo_gain: float = 300.0,
+        stop_decel: float = 10.0,
+        wrench: str = "ft_raw",
+        call_timeout_s: float = 1.0,
+    ):
         if wrench not in WRENCH_SOURCES:
             raise ValueError(f"wrench must be one of {list(WRENCH_SOURCES)}, got {wrench!r}")
         robot = robot or ur5e_spec()
@@ -154,8 +181,9 @@ class URArm(ArmDriver):
         while not self._poll_timestamp():
             if time.monotonic() > deadline:
                 self._release()
-                raise RobotConnectionError(f"connected to RTDE at {where}, but no robot state arrived within "
-                                           f"{timeout_s:g} s")
+                raise RobotConnectionError(
+                    f"connected to RTDE at {where}, but no robot state arrived within {timeout_s:g} s"
+                )
             time.sleep(0.002)
         self._ts0 = self._last_ts
         self._connected = True
@@ -170,12 +198,19 @@ class URArm(ArmDriver):
             pos, quat = tcp_pose_to_pos_quat(r.getActualTCPPose())
             wrench = self._wrench(r, quat)
         except RuntimeError as e:
-            raise RobotConnectionError(f"lost the RTDE state of the UR arm at {endpoint(self.host, RTDE_PORT)}: "
-                                       f"{e}") from e
+            raise RobotConnectionError(
+                f"lost the RTDE state of the UR arm at {endpoint(self.host, RTDE_PORT)}: {e}"
+            ) from e
         row = lambda a: np.asarray(a, dtype=np.float64)[None]  # noqa: E731
-        return RobotState(joint_pos=row(q), joint_vel=row(dq), joint_torque=row(tau),
-                          time=np.array([self._last_ts - self._ts0]), ee_pos=pos[None], ee_quat=quat[None],
-                          wrench=row(wrench))
+        return RobotState(
+            joint_pos=row(q),
+            joint_vel=row(dq),
+            joint_torque=row(tau),
+            time=np.array([self._last_ts - self._ts0]),
+            ee_pos=pos[None],
+            ee_quat=quat[None],
+            wrench=row(wrench),
+        )
 
     def state_age(self) -> float:
         """Seconds since the controller produced the latest state, on our clock (inf before the
@@ -188,9 +223,17 @@ class URArm(ArmDriver):
     def _execute(self, command: JointCommand) -> None:
         self._require_control()
         if np.all(command.enable) and np.all(command.kp > 0):
-            ok = self._call("servoJ", self._ctrl.servoJ, [float(x) for x in command.q], 0.5, 0.5,
-                            # speed and acceleration: unused by servoj (UR script manual); ur_rtde's examples pass 0.5
-                            self.servo_period_s, self.lookahead_s, self.servo_gain)
+            ok = self._call(
+                "servoJ",
+                self._ctrl.servoJ,
+                [float(x) for x in command.q],
+                0.5,
+                0.5,
+                # speed and acceleration: unused by servoj (UR script manual); ur_rtde's examples pass 0.5
+                self.servo_period_s,
+                self.lookahead_s,
+                self.servo_gain,
+            )
             self._servoing = True
             self._check_ok(ok, "servoJ")
         elif self._servoing:  # damping, zero torque or a passive joint: stop and hold
@@ -201,8 +244,9 @@ class URArm(ArmDriver):
         """servoL to the pose; stiffness and damping are not sent (the UR controller's own gains)."""
         self._require_control()
         pose = pos_quat_to_tcp_pose(command.pos, command.quat)
-        ok = self._call("servoL", self._ctrl.servoL, pose, 0.5, 0.5, self.servo_period_s, self.lookahead_s,
-                        self.servo_gain)
+        ok = self._call(
+            "servoL", self._ctrl.servoL, pose, 0.5, 0.5, self.servo_period_s, self.lookahead_s, self.servo_gain
+        )
         self._servoing = True
         self._check_ok(ok, "servoL")
 
@@ -262,8 +306,10 @@ class URArm(ArmDriver):
     def _check_ok(self, ok, what: str) -> None:
         if ok is False:  # ur_rtde returns False when the controller refused (protective stop, script stopped)
             self.supervisor.estop(f"UR controller refused {what}")
-            raise RuntimeError(f"the UR controller at {self.host} refused {what} (protective or emergency stop, "
-                               f"or the control script is not running); the supervisor was e-stopped")
+            raise RuntimeError(
+                f"the UR controller at {self.host} refused {what} (protective or emergency stop, "
+                f"or the control script is not running); the supervisor was e-stopped"
+            )
 
     def _require_control(self) -> None:
         if not self.control:

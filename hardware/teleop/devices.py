@@ -35,6 +35,7 @@ class InputDevice(Protocol):
 
 # -- pygame ---------------------------------------------------------------------------------------------
 
+
 def init_pygame(window: bool = True, size: tuple[int, int] = (480, 160), caption: str = "embody teleop"):
     """pygame(-ce), initialized; SDL's dummy video driver when there is no display (headless)."""
     if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or sys.platform in ("darwin", "win32")):
@@ -68,9 +69,20 @@ class KeyboardInput:
 
     def __init__(self):
         self.pg = pg = init_pygame()
-        self.axes = {pg.K_UP: (0, 1), pg.K_w: (0, 1), pg.K_DOWN: (0, -1), pg.K_s: (0, -1),
-                     pg.K_LEFT: (1, 1), pg.K_a: (1, 1), pg.K_RIGHT: (1, -1), pg.K_d: (1, -1),
-                     pg.K_r: (2, 1), pg.K_PAGEUP: (2, 1), pg.K_f: (2, -1), pg.K_PAGEDOWN: (2, -1)}
+        self.axes = {
+            pg.K_UP: (0, 1),
+            pg.K_w: (0, 1),
+            pg.K_DOWN: (0, -1),
+            pg.K_s: (0, -1),
+            pg.K_LEFT: (1, 1),
+            pg.K_a: (1, 1),
+            pg.K_RIGHT: (1, -1),
+            pg.K_d: (1, -1),
+            pg.K_r: (2, 1),
+            pg.K_PAGEUP: (2, 1),
+            pg.K_f: (2, -1),
+            pg.K_PAGEDOWN: (2, -1),
+        }
         self.held: set[int] = set()
         self.shift = False
 
@@ -127,8 +139,10 @@ class GamepadInput:
         if isinstance(joystick, int):
             pg.joystick.init()
             if pg.joystick.get_count() <= joystick:
-                raise DeviceError(f"no gamepad {joystick}: pygame sees {pg.joystick.get_count()} joystick(s); "
-                                  "plug one in, or use --teleop keyboard")
+                raise DeviceError(
+                    f"no gamepad {joystick}: pygame sees {pg.joystick.get_count()} joystick(s); "
+                    "plug one in, or use --teleop keyboard"
+                )
             joystick = pg.joystick.Joystick(joystick)
         self.joystick, self.zone = joystick, dead_zone
         self.instance = joystick.get_instance_id()
@@ -165,8 +179,10 @@ class SpaceMouseInput:
         try:
             import pyspacemouse
         except ImportError as e:
-            raise DeviceError("SpaceMouseInput needs the 'pyspacemouse' package (pip install pyspacemouse, and "
-                              "hidapi for your system); use --teleop keyboard or gamepad without it") from e
+            raise DeviceError(
+                "SpaceMouseInput needs the 'pyspacemouse' package (pip install pyspacemouse, and "
+                "hidapi for your system); use --teleop keyboard or gamepad without it"
+            ) from e
         self.lib, self.zone = pyspacemouse, dead_zone
         if not pyspacemouse.open():
             raise DeviceError("pyspacemouse found no SpaceMouse (is it plugged in, and readable by this user?)")
@@ -197,5 +213,16 @@ def make_device(name: str) -> InputDevice:
     raise DeviceError(f"unknown teleoperation device {name!r}; devices: keyboard, gamepad, spacemouse")
 
 
-__all__ = ["BUTTONS", "DEVICES", "SLOW", "DeviceError", "GamepadInput", "InputDevice", "KeyboardInput", "SpaceMouseInput",
-           "dead_zone", "init_pygame", "make_device"]
+__all__ = [
+    "BUTTONS",
+    "DEVICES",
+    "SLOW",
+    "DeviceError",
+    "GamepadInput",
+    "InputDevice",
+    "KeyboardInput",
+    "SpaceMouseInput",
+    "dead_zone",
+    "init_pygame",
+    "make_device",
+]

@@ -118,8 +118,9 @@ class TeleopPlan:
     aborted: bool = False
 
 
-def teleoperate(driver: RobotInterface, runner: TeleopRunner, device: InputDevice, plan: TeleopPlan,
-                hold_s: float = 0.2) -> SessionSummary:
+def teleoperate(
+    driver: RobotInterface, runner: TeleopRunner, device: InputDevice, plan: TeleopPlan, hold_s: float = 0.2
+) -> SessionSummary:
     """Run ``plan`` on ``driver`` in a SupervisedSession (connect → ramp → hold → episodes → damping)."""
     session = SupervisedSession(driver, SessionConfig(rate_hz=plan.rate_hz, hold_s=hold_s))
     return session.run(step_of(_ticks(driver, runner, device, plan)))
@@ -129,8 +130,9 @@ def _ticks(driver: RobotInterface, runner: TeleopRunner, device: InputDevice, pl
     period = 1.0 / plan.rate_hz
     for i in range(plan.episodes):
         q_start = plan.start(i) if plan.start is not None else runner.start()
-        yield from home(driver, runner.task.arm_model, runner.home_command, q_start, period, plan.floor_z(i),
-                        plan.homing)
+        yield from home(
+            driver, runner.task.arm_model, runner.home_command, q_start, period, plan.floor_z(i), plan.homing
+        )
         device.read()  # drop what was pressed while homing
         ep = Episode(i)
         yield from episode(driver, runner, device, plan.max_steps, plan.on_step(ep), ep)
@@ -141,8 +143,9 @@ def _ticks(driver: RobotInterface, runner: TeleopRunner, device: InputDevice, pl
         plan.on_episode(ep)
 
 
-def episode(driver: RobotInterface, runner: TeleopRunner, device: InputDevice, max_steps: int, on_step: OnStep,
-            ep: Episode) -> Iterator[None]:
+def episode(
+    driver: RobotInterface, runner: TeleopRunner, device: InputDevice, max_steps: int, on_step: OnStep, ep: Episode
+) -> Iterator[None]:
     """One episode's ticks from the start pose; sets ``ep.outcome`` (or ``ep.aborted``) when it ends.
     ``on_step`` runs once the session has seen the tick's command pass without a fault."""
     t0 = time.monotonic()

@@ -38,8 +38,15 @@ class Homing:
     leash: float = 0.003  # the target at most this far above the measured tip while drawn out
 
 
-def home(driver: RobotInterface, model, hold: Callable[[np.ndarray], JointCommand], q_goal: np.ndarray,
-         period: float, floor_z: float = -math.inf, cfg: Homing = Homing()) -> Iterator[None]:
+def home(
+    driver: RobotInterface,
+    model,
+    hold: Callable[[np.ndarray], JointCommand],
+    q_goal: np.ndarray,
+    period: float,
+    floor_z: float = -math.inf,
+    cfg: Homing = Homing(),
+) -> Iterator[None]:
     """Take the tip to joint pose ``q_goal`` (7,); one command per yield, every ``period`` s.
 
     model: the arm's kinematics (``ee_pose``, ``ik``; a task's ``arm_model``)
@@ -64,8 +71,10 @@ def home(driver: RobotInterface, model, hold: Callable[[np.ndarray], JointComman
     while np.linalg.norm(driver.read_state().ee_pos[0] - goal) > cfg.tolerance:
         driver.send_command(hold(q_goal))
         if time.monotonic() > deadline:
-            raise StepFailed(f"homing: the tip did not reach the start within {cfg.tolerance * 1000:g} mm in "
-                             f"{cfg.settle_s:g} s (at {driver.read_state().ee_pos[0]}, goal {goal})")
+            raise StepFailed(
+                f"homing: the tip did not reach the start within {cfg.tolerance * 1000:g} mm in "
+                f"{cfg.settle_s:g} s (at {driver.read_state().ee_pos[0]}, goal {goal})"
+            )
         yield
 
 
@@ -78,8 +87,10 @@ def _draw_out(driver, model, hold, tip: np.ndarray, q: np.ndarray, top: float, p
         q = model.ik(p[None], rot, q, iters=20)
         driver.send_command(hold(q[0]))
         if time.monotonic() > deadline:
-            raise StepFailed(f"homing: the tool did not come out of the fixture (tip at "
-                             f"{driver.read_state().ee_pos[0]}, pulled to {p})")
+            raise StepFailed(
+                f"homing: the tool did not come out of the fixture (tip at "
+                f"{driver.read_state().ee_pos[0]}, pulled to {p})"
+            )
         yield
     return p, q
 

@@ -25,10 +25,14 @@ def state_from_lowstate(arrays: dict, n_joints: int, t: float) -> RobotState:
     """RobotState (n = 1) from ``messages.lowstate_arrays``: the first ``n_joints`` motors, torso IMU."""
     row = lambda a: np.asarray(a, dtype=np.float64)[None]  # noqa: E731
     return RobotState(
-        joint_pos=row(arrays["q"][:n_joints]), joint_vel=row(arrays["dq"][:n_joints]),
-        joint_torque=row(arrays["tau_est"][:n_joints]), time=np.array([t]),
-        imu_quat=row(arrays["quaternion"]), imu_gyro=row(arrays["gyroscope"]),
-        imu_accel=row(arrays["accelerometer"]), motor_temperature=row(arrays["temperature"][:n_joints]),
+        joint_pos=row(arrays["q"][:n_joints]),
+        joint_vel=row(arrays["dq"][:n_joints]),
+        joint_torque=row(arrays["tau_est"][:n_joints]),
+        time=np.array([t]),
+        imu_quat=row(arrays["quaternion"]),
+        imu_gyro=row(arrays["gyroscope"]),
+        imu_accel=row(arrays["accelerometer"]),
+        motor_temperature=row(arrays["temperature"][:n_joints]),
     )
 
 
@@ -36,10 +40,19 @@ def lowcmd_packed(cmd: JointCommand, mode_machine: int, reserve: tuple | None = 
     """The packed LowCmd_ (crc filled) for ``cmd`` over the first j of the 35 motor slots; the rest stay
     passive (mode 0). mode_pr 0: the pitch/roll ankle mode the spec's joints describe."""
     rows = np.zeros((6, msg.NUM_MOTORS))  # np.pad costs ~30 µs per call; this is the hot path
-    rows[:, :len(cmd.q)] = (cmd.q, cmd.dq, cmd.tau, cmd.kp, cmd.kd, cmd.enable)
+    rows[:, : len(cmd.q)] = (cmd.q, cmd.dq, cmd.tau, cmd.kp, cmd.kd, cmd.enable)
     q, dq, tau, kp, kd, mode = rows
-    return msg.lowcmd_record(q=q, dq=dq, tau=tau, kp=kp, kd=kd, mode=mode.astype(np.uint8), mode_pr=0,
-                             mode_machine=mode_machine, reserve=reserve)
+    return msg.lowcmd_record(
+        q=q,
+        dq=dq,
+        tau=tau,
+        kp=kp,
+        kd=kd,
+        mode=mode.astype(np.uint8),
+        mode_pr=0,
+        mode_machine=mode_machine,
+        reserve=reserve,
+    )
 
 
 class UnitreeHgCodec:
@@ -73,9 +86,17 @@ class UnitreeHgCodec:
         temperature = np.zeros(msg.NUM_MOTORS, np.int16)
         temperature[:j] = np.rint(state.motor_temperature[0]) if state.motor_temperature is not None else 0
         quat = state.imu_quat[0]
-        packed = msg.lowstate_record(*motors, temperature=temperature, quaternion=quat, gyroscope=state.imu_gyro[0],
-                                     accelerometer=state.imu_accel[0], rpy=quat_to_rpy(quat[None])[0],
-                                     tick=tick & 0xFFFFFFFF, mode_machine=self.mode_machine, reserve=(applied_id, 0, 0, 0))
+        packed = msg.lowstate_record(
+            *motors,
+            temperature=temperature,
+            quaternion=quat,
+            gyroscope=state.imu_gyro[0],
+            accelerometer=state.imu_accel[0],
+            rpy=quat_to_rpy(quat[None])[0],
+            tick=tick & 0xFFFFFFFF,
+            mode_machine=self.mode_machine,
+            reserve=(applied_id, 0, 0, 0),
+        )
         return wire.to_cdr(packed, "LowState_")
 
     def decode_command(self, data: bytes) -> tuple[JointCommand, int, dict]:
@@ -90,8 +111,14 @@ class UnitreeHgCodec:
 class H1_2Driver(DdsDriver):
     """The H1-2 (or ``embody robot-sim h1_2``) on ``iface``, DDS domain ``domain``."""
 
-    def __init__(self, iface: str = "lo", domain: int = 0, supervisor: SafetySupervisor | None = None,
-                 robot: RobotSpec | None = None, rate_hz: float = WRITER_HZ):
+    def __init__(
+        self,
+        iface: str = "lo",
+        domain: int = 0,
+        supervisor: SafetySupervisor | None = None,
+        robot: RobotSpec | None = None,
+        rate_hz: float = WRITER_HZ,
+    ):
         from embody.robots import get_robot
 
         super().__init__(UnitreeHgCodec(), robot or get_robot("h1_2"), iface, domain, supervisor, rate_hz)

@@ -18,7 +18,7 @@ import operator
 import struct
 import zlib
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 import cyclonedds.idl as idl
 import cyclonedds.idl.annotations as annotate
@@ -114,31 +114,80 @@ def _c_struct(fields: list[tuple[str, Any, int]], itemsize: int) -> np.dtype:
 
 
 MOTORCMD_DTYPE = _c_struct(  # 28 B: mode, 3 pad, 5 × f32, reserve
-    [("mode", "u1", 0), ("q", "<f4", 4), ("dq", "<f4", 8), ("tau", "<f4", 12), ("kp", "<f4", 16),
-     ("kd", "<f4", 20), ("reserve", "<u4", 24)], 28)
+    [
+        ("mode", "u1", 0),
+        ("q", "<f4", 4),
+        ("dq", "<f4", 8),
+        ("tau", "<f4", 12),
+        ("kp", "<f4", 16),
+        ("kd", "<f4", 20),
+        ("reserve", "<u4", 24),
+    ],
+    28,
+)
 LOWCMD_DTYPE = _c_struct(  # 1004 B: mode_pr, mode_machine, 2 pad, 35 motors @4, reserve @984, crc @1000
-    [("mode_pr", "u1", 0), ("mode_machine", "u1", 1), ("motor_cmd", (MOTORCMD_DTYPE, (NUM_MOTORS,)), 4),
-     ("reserve", ("<u4", (4,)), 984), ("crc", "<u4", 1000)], 1004)
+    [
+        ("mode_pr", "u1", 0),
+        ("mode_machine", "u1", 1),
+        ("motor_cmd", (MOTORCMD_DTYPE, (NUM_MOTORS,)), 4),
+        ("reserve", ("<u4", (4,)), 984),
+        ("crc", "<u4", 1000),
+    ],
+    1004,
+)
 IMUSTATE_DTYPE = _c_struct(  # 56 B: 13 × f32, temperature i16, 2 pad
-    [("quaternion", ("<f4", (4,)), 0), ("gyroscope", ("<f4", (3,)), 16), ("accelerometer", ("<f4", (3,)), 28),
-     ("rpy", ("<f4", (3,)), 40), ("temperature", "<i2", 52)], 56)
+    [
+        ("quaternion", ("<f4", (4,)), 0),
+        ("gyroscope", ("<f4", (3,)), 16),
+        ("accelerometer", ("<f4", (3,)), 28),
+        ("rpy", ("<f4", (3,)), 40),
+        ("temperature", "<i2", 52),
+    ],
+    56,
+)
 MOTORSTATE_DTYPE = _c_struct(  # 56 B: mode, 3 pad, 4 × f32, i16[2], vol, sensor[2], motorstate, reserve[4]
-    [("mode", "u1", 0), ("q", "<f4", 4), ("dq", "<f4", 8), ("ddq", "<f4", 12), ("tau_est", "<f4", 16),
-     ("temperature", ("<i2", (2,)), 20), ("vol", "<f4", 24), ("sensor", ("<u4", (2,)), 28),
-     ("motorstate", "<u4", 36), ("reserve", ("<u4", (4,)), 40)], 56)
+    [
+        ("mode", "u1", 0),
+        ("q", "<f4", 4),
+        ("dq", "<f4", 8),
+        ("ddq", "<f4", 12),
+        ("tau_est", "<f4", 16),
+        ("temperature", ("<i2", (2,)), 20),
+        ("vol", "<f4", 24),
+        ("sensor", ("<u4", (2,)), 28),
+        ("motorstate", "<u4", 36),
+        ("reserve", ("<u4", (4,)), 40),
+    ],
+    56,
+)
 LOWSTATE_DTYPE = _c_struct(  # 2092 B
-    [("version", ("<u4", (2,)), 0), ("mode_pr", "u1", 8), ("mode_machine", "u1", 9), ("tick", "<u4", 12),
-     ("imu_state", IMUSTATE_DTYPE, 16), ("motor_state", (MOTORSTATE_DTYPE, (NUM_MOTORS,)), 72),
-     ("wireless_remote", ("u1", (40,)), 2032), ("reserve", ("<u4", (4,)), 2072), ("crc", "<u4", 2088)], 2092)
+    [
+        ("version", ("<u4", (2,)), 0),
+        ("mode_pr", "u1", 8),
+        ("mode_machine", "u1", 9),
+        ("tick", "<u4", 12),
+        ("imu_state", IMUSTATE_DTYPE, 16),
+        ("motor_state", (MOTORSTATE_DTYPE, (NUM_MOTORS,)), 72),
+        ("wireless_remote", ("u1", (40,)), 2032),
+        ("reserve", ("<u4", (4,)), 2072),
+        ("crc", "<u4", 2088),
+    ],
+    2092,
+)
 
 LOWCMD_SIZE = LOWCMD_DTYPE.itemsize
 LOWSTATE_SIZE = LOWSTATE_DTYPE.itemsize
 
 # record dtype → IDL class, for the generic record → message walk
-_IDL_OF: dict[np.dtype, type] = {MOTORCMD_DTYPE: MotorCmd_, LOWCMD_DTYPE: LowCmd_, IMUSTATE_DTYPE: IMUState_,
-                                 MOTORSTATE_DTYPE: MotorState_, LOWSTATE_DTYPE: LowState_}
+_IDL_OF: dict[np.dtype, type] = {
+    MOTORCMD_DTYPE: MotorCmd_,
+    LOWCMD_DTYPE: LowCmd_,
+    IMUSTATE_DTYPE: IMUState_,
+    MOTORSTATE_DTYPE: MotorState_,
+    LOWSTATE_DTYPE: LowState_,
+}
 
-Message = Union[LowCmd_, LowState_]
+Message = LowCmd_ | LowState_
 
 # --------------------------------------------------------------------------------------------
 # CRC-32/MPEG-2 (poly 0x04C11DB7, init 0xFFFFFFFF, no reflection, no final xor), words fed most
@@ -257,8 +306,17 @@ def pack_lowcmd(msg: LowCmd_) -> bytes:
 def pack_lowstate(msg: LowState_) -> bytes:
     """LowState_ as the packed little-endian C struct (2092 bytes, layout ``LOWSTATE_DTYPE``), crc as in ``msg``."""
     imu = msg.imu_state
-    values: list = [*msg.version, msg.mode_pr, msg.mode_machine, msg.tick, *imu.quaternion, *imu.gyroscope,
-                    *imu.accelerometer, *imu.rpy, imu.temperature]
+    values: list = [
+        *msg.version,
+        msg.mode_pr,
+        msg.mode_machine,
+        msg.tick,
+        *imu.quaternion,
+        *imu.gyroscope,
+        *imu.accelerometer,
+        *imu.rpy,
+        imu.temperature,
+    ]
     for m in _check_motors(msg, "motor_state"):
         values += (m.mode, m.q, m.dq, m.ddq, m.tau_est, *m.temperature, m.vol, *m.sensor, m.motorstate, *m.reserve)
     values += msg.wireless_remote
@@ -377,9 +435,17 @@ _M = (NUM_MOTORS,)
 _CMD_FLOATS = ("q", "dq", "tau", "kp", "kd")
 
 
-def lowcmd_record(q: np.ndarray, dq: np.ndarray, tau: np.ndarray, kp: np.ndarray, kd: np.ndarray,
-                  mode: np.ndarray, mode_pr: int = 0, mode_machine: int = 0,
-                  reserve: np.ndarray | None = None) -> np.ndarray:
+def lowcmd_record(
+    q: np.ndarray,
+    dq: np.ndarray,
+    tau: np.ndarray,
+    kp: np.ndarray,
+    kd: np.ndarray,
+    mode: np.ndarray,
+    mode_pr: int = 0,
+    mode_machine: int = 0,
+    reserve: np.ndarray | None = None,
+) -> np.ndarray:
     """The packed LowCmd_ ((1004,) uint8, little-endian C struct) with its crc filled in.
 
     q, dq, tau, kp, kd: (35,) float targets and gains (see module docstring for units)
@@ -401,9 +467,17 @@ def lowcmd_record(q: np.ndarray, dq: np.ndarray, tau: np.ndarray, kp: np.ndarray
     return buf
 
 
-def lowcmd_from_arrays(q: np.ndarray, dq: np.ndarray, tau: np.ndarray, kp: np.ndarray, kd: np.ndarray,
-                       mode: np.ndarray, mode_pr: int = 0, mode_machine: int = 0,
-                       reserve: np.ndarray | None = None) -> LowCmd_:
+def lowcmd_from_arrays(
+    q: np.ndarray,
+    dq: np.ndarray,
+    tau: np.ndarray,
+    kp: np.ndarray,
+    kd: np.ndarray,
+    mode: np.ndarray,
+    mode_pr: int = 0,
+    mode_machine: int = 0,
+    reserve: np.ndarray | None = None,
+) -> LowCmd_:
     """A LowCmd_ with crc filled from (35,) arrays; arguments as ``lowcmd_record``."""
     buf = lowcmd_record(q, dq, tau, kp, kd, mode, mode_pr, mode_machine, reserve)
     return _from_record(LowCmd_, buf.view(LOWCMD_DTYPE).reshape(()))
@@ -418,8 +492,12 @@ def lowcmd_arrays(msg: LowCmd_ | bytes) -> dict[str, Any]:
     rec = _record(LOWCMD_DTYPE, msg if isinstance(msg, (bytes, np.ndarray)) else pack_lowcmd(msg), "LowCmd_")
     motors = rec["motor_cmd"]
     out: dict[str, Any] = {name: motors[name].astype(np.float64) for name in _CMD_FLOATS}
-    out.update(mode=motors["mode"].copy(), mode_pr=int(rec["mode_pr"]), mode_machine=int(rec["mode_machine"]),
-               reserve=rec["reserve"].copy())
+    out.update(
+        mode=motors["mode"].copy(),
+        mode_pr=int(rec["mode_pr"]),
+        mode_machine=int(rec["mode_machine"]),
+        reserve=rec["reserve"].copy(),
+    )
     return out
 
 
@@ -427,18 +505,33 @@ _STATE_FLOATS = ("q", "dq", "ddq", "tau_est", "quaternion", "gyroscope", "accele
 _STATE_SHAPES = (_M, _M, _M, _M, (4,), (3,), (3,), (3,))
 
 
-def lowstate_record(q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, tau_est: np.ndarray, temperature: np.ndarray,
-                    quaternion: np.ndarray, gyroscope: np.ndarray, accelerometer: np.ndarray, rpy: np.ndarray, *,
-                    tick: int = 0, mode_machine: int = 0, mode_pr: int = 0, mode: np.ndarray | None = None,
-                    imu_temperature: int = 0, reserve: np.ndarray | None = None) -> np.ndarray:
+def lowstate_record(
+    q: np.ndarray,
+    dq: np.ndarray,
+    ddq: np.ndarray,
+    tau_est: np.ndarray,
+    temperature: np.ndarray,
+    quaternion: np.ndarray,
+    gyroscope: np.ndarray,
+    accelerometer: np.ndarray,
+    rpy: np.ndarray,
+    *,
+    tick: int = 0,
+    mode_machine: int = 0,
+    mode_pr: int = 0,
+    mode: np.ndarray | None = None,
+    imu_temperature: int = 0,
+    reserve: np.ndarray | None = None,
+) -> np.ndarray:
     """The packed LowState_ ((2092,) uint8, little-endian C struct) with its crc filled in.
 
     q, dq, ddq, tau_est: (35,) motor state;  temperature: (35,) int °C (into temperature[0])
     quaternion: (4,) w, x, y, z;  gyroscope, accelerometer, rpy: (3,) torso IMU
     tick: u32 ms counter;  mode: (35,) motor modes (default 0);  reserve: (4,) u32;  other fields stay 0
     """
-    flat = _floats("LowState_", _STATE_FLOATS, (q, dq, ddq, tau_est, quaternion, gyroscope, accelerometer, rpy),
-                   _STATE_SHAPES)
+    flat = _floats(
+        "LowState_", _STATE_FLOATS, (q, dq, ddq, tau_est, quaternion, gyroscope, accelerometer, rpy), _STATE_SHAPES
+    )
     temp = _ints("LowState_", "temperature", temperature, _M, np.int16)
     mode8 = _ints("LowState_", "mode", np.zeros(_M, np.uint8) if mode is None else mode, _M, np.uint8)
     buf = np.zeros(LOWSTATE_SIZE, np.uint8)
@@ -446,11 +539,11 @@ def lowstate_record(q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, tau_est: np.
     buf[9] = _scalar("LowState_", "mode_machine", mode_machine, np.uint8)
     buf[12:16].view("<u4")[0] = _scalar("LowState_", "tick", tick, np.uint32)
     words = buf.view("<f4")  # 523 words; IMU floats are words 4…16, motor i words 18 + 14i … 31 + 14i
-    words[4:17] = flat[4 * NUM_MOTORS:]
-    words[18:508].reshape(NUM_MOTORS, 14)[:, 1:5] = flat[:4 * NUM_MOTORS].reshape(4, NUM_MOTORS).T
+    words[4:17] = flat[4 * NUM_MOTORS :]
+    words[18:508].reshape(NUM_MOTORS, 14)[:, 1:5] = flat[: 4 * NUM_MOTORS].reshape(4, NUM_MOTORS).T
     halves = buf.view("<i2")
     halves[34] = _scalar("LowState_", "imu_temperature", imu_temperature, np.int16)
-    halves[46:46 + 28 * NUM_MOTORS:28] = temp  # motor_state[i].temperature[0] at byte 72 + 56 i + 20
+    halves[46 : 46 + 28 * NUM_MOTORS : 28] = temp  # motor_state[i].temperature[0] at byte 72 + 56 i + 20
     buf[72:2032:56] = mode8
     if reserve is not None:
         buf[2072:2088].view("<u4")[:] = _ints("LowState_", "reserve", reserve, (4,), np.uint32)
@@ -458,15 +551,42 @@ def lowstate_record(q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, tau_est: np.
     return buf
 
 
-def lowstate_from_arrays(q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, tau_est: np.ndarray,
-                         temperature: np.ndarray, quaternion: np.ndarray, gyroscope: np.ndarray,
-                         accelerometer: np.ndarray, rpy: np.ndarray, *, tick: int = 0, mode_machine: int = 0,
-                         mode_pr: int = 0, mode: np.ndarray | None = None, imu_temperature: int = 0,
-                         reserve: np.ndarray | None = None) -> LowState_:
+def lowstate_from_arrays(
+    q: np.ndarray,
+    dq: np.ndarray,
+    ddq: np.ndarray,
+    tau_est: np.ndarray,
+    temperature: np.ndarray,
+    quaternion: np.ndarray,
+    gyroscope: np.ndarray,
+    accelerometer: np.ndarray,
+    rpy: np.ndarray,
+    *,
+    tick: int = 0,
+    mode_machine: int = 0,
+    mode_pr: int = 0,
+    mode: np.ndarray | None = None,
+    imu_temperature: int = 0,
+    reserve: np.ndarray | None = None,
+) -> LowState_:
     """A LowState_ with crc filled from arrays; arguments as ``lowstate_record``."""
-    buf = lowstate_record(q, dq, ddq, tau_est, temperature, quaternion, gyroscope, accelerometer, rpy, tick=tick,
-                          mode_machine=mode_machine, mode_pr=mode_pr, mode=mode, imu_temperature=imu_temperature,
-                          reserve=reserve)
+    buf = lowstate_record(
+        q,
+        dq,
+        ddq,
+        tau_est,
+        temperature,
+        quaternion,
+        gyroscope,
+        accelerometer,
+        rpy,
+        tick=tick,
+        mode_machine=mode_machine,
+        mode_pr=mode_pr,
+        mode=mode,
+        imu_temperature=imu_temperature,
+        reserve=reserve,
+    )
     return _from_record(LowState_, buf.view(LOWSTATE_DTYPE).reshape(()))
 
 
@@ -481,9 +601,15 @@ def lowstate_arrays(msg: LowState_ | bytes) -> dict[str, Any]:
     motors, imu = rec["motor_state"], rec["imu_state"]
     out: dict[str, Any] = {name: motors[name].astype(np.float64) for name in ("q", "dq", "ddq", "tau_est")}
     out.update({name: imu[name].astype(np.float64) for name in ("quaternion", "gyroscope", "accelerometer", "rpy")})
-    out.update(temperature=motors["temperature"][:, 0].copy(), mode=motors["mode"].copy(), tick=int(rec["tick"]),
-               mode_machine=int(rec["mode_machine"]), mode_pr=int(rec["mode_pr"]),
-               imu_temperature=int(imu["temperature"]), reserve=rec["reserve"].copy())
+    out.update(
+        temperature=motors["temperature"][:, 0].copy(),
+        mode=motors["mode"].copy(),
+        tick=int(rec["tick"]),
+        mode_machine=int(rec["mode_machine"]),
+        mode_pr=int(rec["mode_pr"]),
+        imu_temperature=int(imu["temperature"]),
+        reserve=rec["reserve"].copy(),
+    )
     return out
 
 

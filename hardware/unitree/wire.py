@@ -28,7 +28,7 @@ def to_cdr(packed: bytes | np.ndarray, name: str) -> bytes:
     b = bytes(packed)
     if len(b) != size:
         raise HardwareError(f"{name}: expected {size} packed bytes, got {len(b)}")
-    return XCDR1_LE + b[:head] + b[head + 2:head + 3] + b"\0" + b[head + 6:]
+    return XCDR1_LE + b[:head] + b[head + 2 : head + 3] + b"\0" + b[head + 6 :]
 
 
 def from_cdr(data: bytes, name: str) -> np.ndarray:
@@ -42,7 +42,7 @@ def from_cdr(data: bytes, name: str) -> np.ndarray:
     out = np.zeros(size, np.uint8)
     out[:head] = payload[:head]
     out[head + 2] = payload[head]
-    out[head + 6:] = payload[head + 2:]
+    out[head + 6 :] = payload[head + 2 :]
     return out
 
 
@@ -51,11 +51,25 @@ def check_against_cyclonedds() -> None:
     rng = np.random.default_rng(0)
     m = lambda: rng.normal(size=msg.NUM_MOTORS)  # noqa: E731
     cmd = msg.lowcmd_record(m(), m(), m(), m(), m(), rng.integers(0, 2, msg.NUM_MOTORS), mode_pr=1, mode_machine=7)
-    state = msg.lowstate_record(m(), m(), m(), m(), rng.integers(20, 60, msg.NUM_MOTORS), rng.normal(size=4),
-                                rng.normal(size=3), rng.normal(size=3), rng.normal(size=3), tick=12345,
-                                mode_machine=7, mode=rng.integers(0, 2, msg.NUM_MOTORS), imu_temperature=33)
+    state = msg.lowstate_record(
+        m(),
+        m(),
+        m(),
+        m(),
+        rng.integers(20, 60, msg.NUM_MOTORS),
+        rng.normal(size=4),
+        rng.normal(size=3),
+        rng.normal(size=3),
+        rng.normal(size=3),
+        tick=12345,
+        mode_machine=7,
+        mode=rng.integers(0, 2, msg.NUM_MOTORS),
+        imu_temperature=33,
+    )
     for name, packed, unpack in (("LowCmd_", cmd, msg.unpack_lowcmd), ("LowState_", state, msg.unpack_lowstate)):
         reference = unpack(packed.tobytes()).serialize()
         if to_cdr(packed, name) != reference or not np.array_equal(from_cdr(reference, name), packed):
-            raise HardwareError(f"{name}: this cyclonedds encodes it differently from embody's fast path; "
-                                "please report the cyclonedds version")
+            raise HardwareError(
+                f"{name}: this cyclonedds encodes it differently from embody's fast path; "
+                "please report the cyclonedds version"
+            )

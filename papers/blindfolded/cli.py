@@ -31,11 +31,18 @@ from embody.commands import add_set, any_int, positive_int
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--scale", choices=("tiny", "paper"), default="tiny",
-                   help="tiny: the whole study in about a minute (CI); paper: levels × m ∈ 1..32 (peg 1..16) × "
-                        "3 seeds")
-    p.add_argument("--domain", choices=("maze", "peg"), default="maze",
-                   help="the task family: maze (minigrid) or peg (peg insertion on the simulated arm, MuJoCo)")
+    p.add_argument(
+        "--scale",
+        choices=("tiny", "paper"),
+        default="tiny",
+        help="tiny: the whole study in about a minute (CI); paper: levels × m ∈ 1..32 (peg 1..16) × 3 seeds",
+    )
+    p.add_argument(
+        "--domain",
+        choices=("maze", "peg"),
+        default="maze",
+        help="the task family: maze (minigrid) or peg (peg insertion on the simulated arm, MuJoCo)",
+    )
     p.add_argument("--out", default="runs/blindfolded", metavar="DIR", help="output folder (default runs/blindfolded)")
     p.add_argument("--seed", type=any_int, default=0)
     add_set(p, "the StudyConfig, on top of --scale", "m_values=[1,2] or peg.max_steps=300")
@@ -43,9 +50,13 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def _cells(p: argparse.ArgumentParser) -> None:
     _common(p)
-    p.add_argument("--level", action="append", metavar="NAME",
-                   help="only this information level (repeatable; maze: informed, region-K, blind, blind-wall; "
-                        "peg: informed, region-4mm, region-8mm, blind)")
+    p.add_argument(
+        "--level",
+        action="append",
+        metavar="NAME",
+        help="only this information level (repeatable; maze: informed, region-K, blind, blind-wall; "
+        "peg: informed, region-4mm, region-8mm, blind)",
+    )
     p.add_argument("--m", type=positive_int, help="the number of demonstrated tasks")
 
 
@@ -58,8 +69,11 @@ def collect_arguments(p: argparse.ArgumentParser) -> None:
 
 def train_arguments(p: argparse.ArgumentParser) -> None:
     _cells(p)
-    p.add_argument("--demos", metavar="FILE", help="peg: train on this demonstrations file (e.g. what `import` "
-                                                    "wrote; all its episodes) instead of DIR/demos")
+    p.add_argument(
+        "--demos",
+        metavar="FILE",
+        help="peg: train on this demonstrations file (e.g. what `import` wrote; all its episodes) instead of DIR/demos",
+    )
 
 
 def eval_arguments(p: argparse.ArgumentParser) -> None:
@@ -68,23 +82,40 @@ def eval_arguments(p: argparse.ArgumentParser) -> None:
 
 def study_arguments(p: argparse.ArgumentParser) -> None:
     _common(p)
-    p.add_argument("--seeds", type=positive_int, metavar="N", help="the number of replicate seeds, from --seed "
-                                                                   "(default: the scale's)")
-    p.add_argument("--workers", type=positive_int, default=1,
-                   help="processes running the (seed, level) jobs in parallel (default 1; results do not depend "
-                        "on it)")
+    p.add_argument(
+        "--seeds",
+        type=positive_int,
+        metavar="N",
+        help="the number of replicate seeds, from --seed (default: the scale's)",
+    )
+    p.add_argument(
+        "--workers",
+        type=positive_int,
+        default=1,
+        help="processes running the (seed, level) jobs in parallel (default 1; results do not depend on it)",
+    )
 
 
 def import_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", default="runs/blindfolded", metavar="DIR|FILE.npz",
-                   help="DIR/demos/<level>_seed<S>.npz, or this .npz file")
+    p.add_argument(
+        "--out",
+        default="runs/blindfolded",
+        metavar="DIR|FILE.npz",
+        help="DIR/demos/<level>_seed<S>.npz, or this .npz file",
+    )
     p.add_argument("--seed", type=any_int, default=0)
     p.add_argument("--dataset", metavar="DIR", help="the teleop dataset (default OUT/teleop)")
 
 
 def merge_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--from", dest="sources", action="append", metavar="DIR", required=True,
-                   help="a study's output folder (repeatable): their runs pooled into one report in --out")
+    p.add_argument(
+        "--from",
+        dest="sources",
+        action="append",
+        metavar="DIR",
+        required=True,
+        help="a study's output folder (repeatable): their runs pooled into one report in --out",
+    )
     p.add_argument("--out", default="runs/blindfolded", metavar="DIR", help="output folder (default runs/blindfolded)")
 
 
@@ -192,8 +223,10 @@ def _cells_action(args, action: str) -> int:
     for lv in levels:
         path = demos_path(out, lv, args.seed)
         if not path.exists():
-            raise FileNotFoundError(f"{path}: no demonstrations for level {lv!r}; run `embody blindfolded collect "
-                                    f"--scale {args.scale} --out {args.out} --seed {args.seed}` first")
+            raise FileNotFoundError(
+                f"{path}: no demonstrations for level {lv!r}; run `embody blindfolded collect "
+                f"--scale {args.scale} --out {args.out} --seed {args.seed}` first"
+            )
         demos = demo_io.load(path, domain.obs_spec)
         n_tasks = len(demos.meta.get("tasks", [])) if "episode_tasks" in demos.meta else len(demos.episode_lengths)
         m = args.m or n_tasks
@@ -209,14 +242,21 @@ def _cells_action(args, action: str) -> int:
             _log(f"blindfolded: {lv}: m={m}, loss {info['loss']:.3f}{acc} -> {model}")
         else:
             if not ((model / "checkpoint.json").exists() or (model / "checkpoint").is_dir()):
-                raise FileNotFoundError(f"{model}: no trained policy; run `embody blindfolded train --scale "
-                                        f"{args.scale} --out {args.out} --seed {args.seed} --m {m}` first")
+                raise FileNotFoundError(
+                    f"{model}: no trained policy; run `embody blindfolded train --scale "
+                    f"{args.scale} --out {args.out} --seed {args.seed} --m {m}` first"
+                )
             policy, _ = load_policy(model)
             cell = evaluate_cell(cfg, domain, policy, tasks, args.seed)
-            summary[lv] = {"m": m, "I_bits": domain.information(lv, cfg.heldout_tasks()),
-                           **{k: v for k, v in cell.items() if not k.endswith("_outcomes")}}
-            _log(f"blindfolded: {lv}: m={m}, training-task success {cell['train_success']:.2f}, held-out success "
-                 f"{cell['heldout_success']:.2f}, held-out mean steps {cell['heldout_steps']:.1f}")
+            summary[lv] = {
+                "m": m,
+                "I_bits": domain.information(lv, cfg.heldout_tasks()),
+                **{k: v for k, v in cell.items() if not k.endswith("_outcomes")},
+            }
+            _log(
+                f"blindfolded: {lv}: m={m}, training-task success {cell['train_success']:.2f}, held-out success "
+                f"{cell['heldout_success']:.2f}, held-out mean steps {cell['heldout_steps']:.1f}"
+            )
     name = "train.json" if action == "train" else "eval.json"
     write_atomic(out / name, json.dumps(summary, indent=2, default=float))
     _log(f"blindfolded: {out / name} ({time.perf_counter() - t0:.0f} s)")
@@ -237,7 +277,17 @@ def _train_on_file(args, cfg, out: Path) -> int:
     m = len(demos.meta.get("tasks") or []) or len(demos.episode_lengths)  # demonstrated holes
     model = _model_path(out, level, args.seed, m)
     policy, info = domain.train(demos, args.seed)
-    domain.save_policy(policy, model, {"level": level, "m": m, "seed": args.seed, "demos": str(args.demos),
-                                       "tasks": demos.meta.get("tasks", []), "dataset": demos.meta.get("dataset")})
+    domain.save_policy(
+        policy,
+        model,
+        {
+            "level": level,
+            "m": m,
+            "seed": args.seed,
+            "demos": str(args.demos),
+            "tasks": demos.meta.get("tasks", []),
+            "dataset": demos.meta.get("dataset"),
+        },
+    )
     _log(f"blindfolded: {level}: {m} episodes of {args.demos}, loss {info['loss']:.3f} -> {model}")
     return exits.OK

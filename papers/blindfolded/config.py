@@ -75,16 +75,35 @@ def for_scale(scale: str, seed: int = 0, domain: str = "maze") -> StudyConfig:
     if domain != "maze":
         raise ValueError(f"unknown domain {domain!r}; valid: maze, peg")
     if scale == "tiny":
-        return StudyConfig("tiny", seed, domain, maze=MazeConfig(max_steps=100),
-                           bc=HistoryBCConfig(hidden=64, embed=64, epochs=120, target_loss=0.02, seed=seed),
-                           m_values=[1, 2, 4, 8], seeds=2, heldout=32, train_eval_episodes=8)
+        return StudyConfig(
+            "tiny",
+            seed,
+            domain,
+            maze=MazeConfig(max_steps=100),
+            bc=HistoryBCConfig(hidden=64, embed=64, epochs=120, target_loss=0.02, seed=seed),
+            m_values=[1, 2, 4, 8],
+            seeds=2,
+            heldout=32,
+            train_eval_episodes=8,
+        )
     if scale == "paper":
-        return StudyConfig("paper", seed, domain,
-                           maze=MazeConfig(cells=6, view=3, max_steps=300, min_goal_distance=6,
-                                           levels=["informed", "region-3", "region-5", "blind", "blind-wall"]),
-                           bc=HistoryBCConfig(hidden=128, embed=128, epochs=300, batch_episodes=16, target_loss=0.01,
-                                              seed=seed),
-                           m_values=[1, 2, 4, 8, 16, 32], seeds=3, heldout=100, train_eval_episodes=32)
+        return StudyConfig(
+            "paper",
+            seed,
+            domain,
+            maze=MazeConfig(
+                cells=6,
+                view=3,
+                max_steps=300,
+                min_goal_distance=6,
+                levels=["informed", "region-3", "region-5", "blind", "blind-wall"],
+            ),
+            bc=HistoryBCConfig(hidden=128, embed=128, epochs=300, batch_episodes=16, target_loss=0.01, seed=seed),
+            m_values=[1, 2, 4, 8, 16, 32],
+            seeds=3,
+            heldout=100,
+            train_eval_episodes=32,
+        )
     raise ValueError(f"unknown scale {scale!r}; valid: tiny, paper")
 
 
@@ -94,12 +113,34 @@ def _peg_scale(scale: str, seed: int) -> StudyConfig:
     holes, 600-step episodes, 4 expert episodes per hole, BC + 3 DAgger iterations (~35 min per seed
     with ``--workers 2`` on 2 cores; README.md)."""
     if scale == "tiny":
-        return StudyConfig("tiny", seed, "peg",
-                           peg=PegConfig(levels=["informed", "region-4mm", "blind"], max_steps=300, demos_per_task=2,
-                                         expert_eval_tasks=8, n_envs=8, hidden=32, epochs=15, seq_len=32),
-                           m_values=[1, 2], seeds=1, heldout=8, train_eval_episodes=4)
+        return StudyConfig(
+            "tiny",
+            seed,
+            "peg",
+            peg=PegConfig(
+                levels=["informed", "region-4mm", "blind"],
+                max_steps=300,
+                demos_per_task=2,
+                expert_eval_tasks=8,
+                n_envs=8,
+                hidden=32,
+                epochs=15,
+                seq_len=32,
+            ),
+            m_values=[1, 2],
+            seeds=1,
+            heldout=8,
+            train_eval_episodes=4,
+        )
     if scale == "paper":
-        return StudyConfig("paper", seed, "peg", peg=PegConfig(max_steps=600, demos_per_task=4, expert_eval_tasks=32,
-                                                               n_envs=16, hidden=64, epochs=60),
-                           m_values=[1, 2, 4, 8, 16], seeds=3, heldout=32, train_eval_episodes=16)
+        return StudyConfig(
+            "paper",
+            seed,
+            "peg",
+            peg=PegConfig(max_steps=600, demos_per_task=4, expert_eval_tasks=32, n_envs=16, hidden=64, epochs=60),
+            m_values=[1, 2, 4, 8, 16],
+            seeds=3,
+            heldout=32,
+            train_eval_episodes=16,
+        )
     raise ValueError(f"unknown scale {scale!r}; valid: tiny, paper")

@@ -32,8 +32,9 @@ REQUIRED = ("actions", "episode_lengths", "meta")
 class Demos:
     """A view of core ``Demonstrations`` (``data``; shared, not copied) in the study's terms."""
 
-    def __init__(self, obs: dict[str, np.ndarray], actions: np.ndarray, episode_lengths: np.ndarray,
-                 meta: dict | None = None):
+    def __init__(
+        self, obs: dict[str, np.ndarray], actions: np.ndarray, episode_lengths: np.ndarray, meta: dict | None = None
+    ):
         """obs {name: (N, *shape)}, actions (N, ...), episode_lengths (E,) int; ``meta`` kept as given."""
         self.data = Demonstrations.from_arrays(obs, actions, episode_lengths, {} if meta is None else meta)
 
@@ -80,21 +81,26 @@ class Demos:
         return view
 
 
-def from_episodes(obs_episodes: list[dict[str, np.ndarray]], action_episodes: list[np.ndarray],
-                  meta: dict | None = None) -> Demos:
+def from_episodes(
+    obs_episodes: list[dict[str, np.ndarray]], action_episodes: list[np.ndarray], meta: dict | None = None
+) -> Demos:
     """Demos of per-episode {name: (T, *shape)} observations and (T, ...) actions (names sorted)."""
     if not obs_episodes:
         raise ValueError("no episodes to store")
     names = sorted(obs_episodes[0])
-    data = Demonstrations.from_episodes([{k: e[k] for k in names} for e in obs_episodes], action_episodes,
-                                        dict(meta or {}))
+    data = Demonstrations.from_episodes(
+        [{k: e[k] for k in names} for e in obs_episodes], action_episodes, dict(meta or {})
+    )
     return Demos.from_demonstrations(data)
 
 
 def save(demos: Demos, path: str | Path) -> Path:
     arrays = {f"obs/{k}": v for k, v in demos.obs.items()}
-    arrays.update(actions=demos.actions, episode_lengths=demos.episode_lengths,
-                  meta=np.array(json.dumps(demos.meta, default=float)))
+    arrays.update(
+        actions=demos.actions,
+        episode_lengths=demos.episode_lengths,
+        meta=np.array(json.dumps(demos.meta, default=float)),
+    )
     buf = io.BytesIO()
     np.savez_compressed(buf, **arrays)
     return write_atomic(path, buf.getvalue())
@@ -122,8 +128,11 @@ def load(path: str | Path, obs_spec: dict[str, tuple[int, ...]] | None = None) -
     if not obs:
         missing.append("obs/<name>")
     if missing:
-        raise DatasetFormatError(path, f"missing field(s) {', '.join(missing)}; a demonstrations file holds "
-                                 f"obs/<name>, actions, episode_lengths and meta")
+        raise DatasetFormatError(
+            path,
+            f"missing field(s) {', '.join(missing)}; a demonstrations file holds "
+            f"obs/<name>, actions, episode_lengths and meta",
+        )
     try:
         meta = json.loads(str(data["meta"]))
     except json.JSONDecodeError as e:
@@ -153,5 +162,6 @@ def _check_spec(path: Path, demos: Demos, expected: dict | None, what: str) -> N
         return
     expected = {k: tuple(v) for k, v in expected.items()}
     if demos.obs_spec != expected:
-        raise DatasetFormatError(path, f"observation spec mismatch: the file holds {demos.obs_spec}, "
-                                 f"{what} is {expected}")
+        raise DatasetFormatError(
+            path, f"observation spec mismatch: the file holds {demos.obs_spec}, {what} is {expected}"
+        )

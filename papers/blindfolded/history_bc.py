@@ -12,9 +12,9 @@ lookup are all tied to continuous actions.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -45,11 +45,15 @@ class HistoryPolicy(nn.Module):
         self.head = nn.Linear(hidden, n_actions)
 
     def init_kwargs(self) -> dict:
-        return {"feature_size": self.feature_size, "n_actions": self.n_actions, "hidden": self.hidden,
-                "embed": self.encoder[0].out_features}
+        return {
+            "feature_size": self.feature_size,
+            "n_actions": self.n_actions,
+            "hidden": self.hidden,
+            "embed": self.encoder[0].out_features,
+        }
 
     @classmethod
-    def from_kwargs(cls, kwargs: dict) -> "HistoryPolicy":
+    def from_kwargs(cls, kwargs: dict) -> HistoryPolicy:
         return cls(**kwargs)
 
     def spec(self) -> dict:
@@ -77,8 +81,9 @@ def pad_episodes(features: Sequence[np.ndarray], actions: Sequence[np.ndarray]):
     """Lists of (T_i, F) features and (T_i,) actions → padded (B, T, F), actions (B, T), previous actions
     (B, T) (-1 at t = 0) and a (B, T) bool mask of real steps."""
     if not features or len(features) != len(actions):
-        raise ValueError(f"need as many feature as action sequences (and at least one), got "
-                         f"{len(features)} and {len(actions)}")
+        raise ValueError(
+            f"need as many feature as action sequences (and at least one), got {len(features)} and {len(actions)}"
+        )
     B, T, F = len(features), max(len(f) for f in features), features[0].shape[-1]
     x = torch.zeros(B, T, F)
     a = torch.zeros(B, T, dtype=torch.long)
@@ -90,14 +95,18 @@ def pad_episodes(features: Sequence[np.ndarray], actions: Sequence[np.ndarray]):
             raise ValueError(f"episode {i}: {n} observations and {len(act)} actions (need equal, non-zero)")
         x[i, :n] = torch.as_tensor(f, dtype=torch.float32)
         a[i, :n] = torch.as_tensor(act, dtype=torch.long)
-        prev[i, 1:n] = a[i, :n - 1]
+        prev[i, 1:n] = a[i, : n - 1]
         mask[i, :n] = True
     return x, a, prev, mask
 
 
-def train_history_bc(features: Sequence[np.ndarray], actions: Sequence[np.ndarray], n_actions: int,
-                     config: HistoryBCConfig | None = None,
-                     progress_cb: Callable[[dict], None] | None = None) -> tuple[HistoryPolicy, dict]:
+def train_history_bc(
+    features: Sequence[np.ndarray],
+    actions: Sequence[np.ndarray],
+    n_actions: int,
+    config: HistoryBCConfig | None = None,
+    progress_cb: Callable[[dict], None] | None = None,
+) -> tuple[HistoryPolicy, dict]:
     """Fit a ``HistoryPolicy`` to demonstrated episodes; returns it (in eval mode) and the final
     ``loss`` (masked cross-entropy), ``accuracy`` on the demonstrations, ``epochs``, ``grad_steps``, ``time_s``."""
     cfg = config or HistoryBCConfig()
@@ -116,7 +125,7 @@ def train_history_bc(features: Sequence[np.ndarray], actions: Sequence[np.ndarra
         order = torch.randperm(B, generator=gen)
         total, n = 0.0, 0
         for s in range(0, B, cfg.batch_episodes):
-            idx = order[s:s + cfg.batch_episodes]
+            idx = order[s : s + cfg.batch_episodes]
             T = int(mask[idx].sum(1).max())  # trim this minibatch's padding
             logits = policy(x[idx, :T], prev[idx, :T])
             m = mask[idx, :T]
@@ -134,8 +143,13 @@ def train_history_bc(features: Sequence[np.ndarray], actions: Sequence[np.ndarra
     policy.eval()
     with torch.no_grad():
         acc = float((policy(x, prev).argmax(-1)[mask] == a[mask]).float().mean())
-    return policy, {"loss": loss_v, "accuracy": acc, "epochs": epochs, "grad_steps": steps,
-                    "time_s": round(time.perf_counter() - start, 2)}
+    return policy, {
+        "loss": loss_v,
+        "accuracy": acc,
+        "epochs": epochs,
+        "grad_steps": steps,
+        "time_s": round(time.perf_counter() - start, 2),
+    }
 
 
 def save_policy(policy: HistoryPolicy, directory, extra: dict | None = None) -> Path:

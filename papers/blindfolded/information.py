@@ -9,7 +9,7 @@ parameter uniform over a box, the expert knowing the sub-box it lies in: I = log
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 
 def discrete_information(n_tasks: int, n_consistent: int | Iterable[int]) -> float:
@@ -40,8 +40,9 @@ def box_information(box: Sequence[float], known: Sequence[float]) -> float:
     the sub-box with side lengths ``known`` (same dimensions) that contains it: log2 of the volume ratio.
     A side of ``known`` equal to its ``box`` side means that coordinate is unknown (0 bits)."""
     if len(box) != len(known) or not box:
-        raise ValueError(f"box and known sub-box need the same (non-zero) number of sides, got {len(box)} "
-                         f"and {len(known)}")
+        raise ValueError(
+            f"box and known sub-box need the same (non-zero) number of sides, got {len(box)} and {len(known)}"
+        )
     bits = 0.0
     for b, k in zip(box, known):
         if not (b > 0 and 0 < k <= b):

@@ -55,8 +55,11 @@ def carve(cells: int, rng: np.random.Generator) -> np.ndarray:
     free[2 * start[0] + 1, 2 * start[1] + 1] = True
     while stack:
         cx, cy = stack[-1]
-        options = [(cx + dx, cy + dy) for dx, dy in DIR_VEC
-                   if 0 <= cx + dx < cells and 0 <= cy + dy < cells and not seen[cx + dx, cy + dy]]
+        options = [
+            (cx + dx, cy + dy)
+            for dx, dy in DIR_VEC
+            if 0 <= cx + dx < cells and 0 <= cy + dy < cells and not seen[cx + dx, cy + dy]
+        ]
         if not options:
             stack.pop()
             continue
@@ -106,9 +109,13 @@ def _env_class():
 
             def __init__(self, cells: int = 4, max_steps: int = 100, view: int = 3, min_goal_distance: int = 4):
                 self.cells, self.min_goal_distance = cells, max(1, min_goal_distance)
-                super().__init__(mission_space=MissionSpace(mission_func=lambda: "reach the goal"),
-                                 grid_size=2 * cells + 1, max_steps=max_steps, see_through_walls=False,
-                                 agent_view_size=view)
+                super().__init__(
+                    mission_space=MissionSpace(mission_func=lambda: "reach the goal"),
+                    grid_size=2 * cells + 1,
+                    max_steps=max_steps,
+                    see_through_walls=False,
+                    agent_view_size=view,
+                )
 
             def _gen_grid(self, width, height):
                 rng = self.np_random
@@ -148,6 +155,7 @@ def _env_class():
 
 # ---- information levels and experts -------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Level:
     """An expert's knowledge: ``window`` 1 = the goal square (informed), k = a k×k window, None = nothing;
@@ -159,7 +167,7 @@ class Level:
     explore: str = "nearest"
 
     @staticmethod
-    def parse(name: str) -> "Level":
+    def parse(name: str) -> Level:
         if name == "informed":
             return Level(name, 1)
         if name == "blind":
@@ -168,8 +176,7 @@ class Level:
             return Level(name, None, "wall")
         if name.startswith("region-") and name[7:].isdigit() and int(name[7:]) >= 1:
             return Level(name, int(name[7:]))
-        raise ValueError(f"unknown information level {name!r}; valid: informed, region-K (K >= 1), blind, "
-                         f"blind-wall")
+        raise ValueError(f"unknown information level {name!r}; valid: informed, region-K (K >= 1), blind, blind-wall")
 
 
 def candidates(env, level: Level, task: int) -> set[tuple[int, int]]:
@@ -216,8 +223,11 @@ class Expert:
             if (x, y) in targets:
                 return first[state]
             dx, dy = DIR_VEC[d]
-            for action, nxt in ((FORWARD, (x + dx, y + dy, d)), (LEFT, (x, y, (d - 1) % 4)),
-                                (RIGHT, (x, y, (d + 1) % 4))):
+            for action, nxt in (
+                (FORWARD, (x + dx, y + dy, d)),
+                (LEFT, (x, y, (d - 1) % 4)),
+                (RIGHT, (x, y, (d + 1) % 4)),
+            ):
                 if nxt not in first and free[nxt[0], nxt[1]]:
                     first[nxt] = action if first[state] is None else first[state]
                     queue.append(nxt)
@@ -264,8 +274,15 @@ def run_expert(env, level: Level, task: int) -> Episode:
         if terminated or truncated:
             success = bool(terminated)
             break
-    return Episode(np.asarray(images, np.uint8), np.asarray(dirs, np.int8), np.asarray(actions, np.int8),
-                   success, task, len(cands), len(env.goal_prior))
+    return Episode(
+        np.asarray(images, np.uint8),
+        np.asarray(dirs, np.int8),
+        np.asarray(actions, np.int8),
+        success,
+        task,
+        len(cands),
+        len(env.goal_prior),
+    )
 
 
 def level_information(env, level: Level, tasks) -> float:
@@ -278,6 +295,7 @@ def level_information(env, level: Level, tasks) -> float:
 
 
 # ---- learner observations -----------------------------------------------------------------------------
+
 
 def features(image: np.ndarray, direction: np.ndarray) -> np.ndarray:
     """(..., v, v, 3) images and (...) directions → (..., v·v·4 + 4) float32: one-hot object class per
@@ -296,8 +314,16 @@ class Rollouts:
     tasks: list[int] = field(default_factory=list)
 
 
-def evaluate(policy, tasks: list[int], cells: int = 4, max_steps: int = 100, view: int = 3, seed: int = 0,
-             sample: bool = True, min_goal_distance: int = 4) -> Rollouts:
+def evaluate(
+    policy,
+    tasks: list[int],
+    cells: int = 4,
+    max_steps: int = 100,
+    view: int = 3,
+    seed: int = 0,
+    sample: bool = True,
+    min_goal_distance: int = 4,
+) -> Rollouts:
     """Run ``policy`` (a ``history_bc.HistoryPolicy``, or None for uniformly random actions) once on each
     task, all episodes in lockstep so the policy steps as one batch."""
     import torch
@@ -335,6 +361,7 @@ def evaluate(policy, tasks: list[int], cells: int = 4, max_steps: int = 100, vie
 
 
 # ---- the study's domain interface (study.DOMAINS) -----------------------------------------------------
+
 
 class MazeDomain:
     """What the study needs from a domain: levels, I, expert demonstrations, features and evaluation."""
@@ -375,17 +402,32 @@ class MazeDomain:
         failed = [e.task for e in eps if not e.success]
         if failed:
             raise RuntimeError(f"the {level} expert failed on maze(s) {failed} within {self.cfg.max_steps} steps")
-        meta = {"domain": self.name, "level": level, "tasks": [int(t) for t in tasks],
-                "information_bits": information_bits, "maze": {"cells": self.cfg.cells, "view": self.cfg.view,
-                                                               "max_steps": self.cfg.max_steps,
-                                                               "min_goal_distance": self.cfg.min_goal_distance},
-                "expert_steps": [len(e.action) for e in eps]}
-        return from_episodes([{"image": e.image, "direction": e.direction} for e in eps],
-                             [e.action for e in eps], meta)
+        meta = {
+            "domain": self.name,
+            "level": level,
+            "tasks": [int(t) for t in tasks],
+            "information_bits": information_bits,
+            "maze": {
+                "cells": self.cfg.cells,
+                "view": self.cfg.view,
+                "max_steps": self.cfg.max_steps,
+                "min_goal_distance": self.cfg.min_goal_distance,
+            },
+            "expert_steps": [len(e.action) for e in eps],
+        }
+        return from_episodes([{"image": e.image, "direction": e.direction} for e in eps], [e.action for e in eps], meta)
 
     def features(self, obs: dict[str, np.ndarray]) -> np.ndarray:
         return features(obs["image"], obs["direction"])
 
     def evaluate(self, policy, tasks, seed: int = 0) -> Rollouts:
-        return evaluate(policy, list(tasks), self.cfg.cells, self.cfg.max_steps, self.cfg.view, seed,
-                        self.cfg.sample, self.cfg.min_goal_distance)
+        return evaluate(
+            policy,
+            list(tasks),
+            self.cfg.cells,
+            self.cfg.max_steps,
+            self.cfg.view,
+            seed,
+            self.cfg.sample,
+            self.cfg.min_goal_distance,
+        )

@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -62,17 +62,25 @@ def expert_stats(domain, level: str, tasks) -> dict:
     if hasattr(domain, "expert_stats"):
         return domain.expert_stats(level, tasks)
     eps = domain.expert_episodes(level, tasks)
-    return {"success": float(np.mean([e.success for e in eps])),
-            "steps_mean": float(np.mean([len(e.action) for e in eps])),
-            "steps_max": int(max(len(e.action) for e in eps))}
+    return {
+        "success": float(np.mean([e.success for e in eps])),
+        "steps_mean": float(np.mean([len(e.action) for e in eps])),
+        "steps_max": int(max(len(e.action) for e in eps)),
+    }
 
 
 def demos_path(out: Path, level: str, seed: int) -> Path:
     return out / "demos" / f"{level}_seed{seed}.npz"
 
 
-def collect(cfg: StudyConfig, out: Path, seed: int, levels: list[str] | None = None, m: int | None = None,
-            log: Callable[[str], None] = lambda s: None) -> dict[str, Path]:
+def collect(
+    cfg: StudyConfig,
+    out: Path,
+    seed: int,
+    levels: list[str] | None = None,
+    m: int | None = None,
+    log: Callable[[str], None] = lambda s: None,
+) -> dict[str, Path]:
     """Expert demonstrations of every level on the replicate's first ``m`` (default max m) training tasks."""
     domain = get_domain(cfg)
     m = m or max(cfg.m_values)
@@ -82,8 +90,10 @@ def collect(cfg: StudyConfig, out: Path, seed: int, levels: list[str] | None = N
         bits = domain.information(level, cfg.heldout_tasks())
         d = domain.collect(level, tasks, bits)
         paths[level] = demo_io.save(d, demos_path(out, level, seed))
-        log(f"blindfolded: {level}: {m} demonstrations, {int(d.episode_lengths.sum())} steps "
-            f"(mean {d.episode_lengths.mean():.1f}), I = {bits:.2f} bits -> {paths[level]}")
+        log(
+            f"blindfolded: {level}: {m} demonstrations, {int(d.episode_lengths.sum())} steps "
+            f"(mean {d.episode_lengths.mean():.1f}), I = {bits:.2f} bits -> {paths[level]}"
+        )
     return paths
 
 
@@ -101,10 +111,14 @@ def evaluate_cell(cfg: StudyConfig, domain, policy, train_tasks: list[int], seed
     cycled = [train_tasks[i % len(train_tasks)] for i in range(n)]
     tr = domain.evaluate(policy, cycled, seed=seed * 7 + 1)
     ho = domain.evaluate(policy, cfg.heldout_tasks(), seed=seed * 7 + 2)
-    cell = {"train_success": float(tr.success.mean()), "heldout_success": float(ho.success.mean()),
-            "heldout_steps": float(ho.steps.mean()),
-            "heldout_steps_success": float(ho.steps[ho.success].mean()) if ho.success.any() else None,
-            "train_outcomes": tr.success.astype(int).tolist(), "heldout_outcomes": ho.success.astype(int).tolist()}
+    cell = {
+        "train_success": float(tr.success.mean()),
+        "heldout_success": float(ho.success.mean()),
+        "heldout_steps": float(ho.steps.mean()),
+        "heldout_steps_success": float(ho.steps[ho.success].mean()) if ho.success.any() else None,
+        "train_outcomes": tr.success.astype(int).tolist(),
+        "heldout_outcomes": ho.success.astype(int).tolist(),
+    }
     if hasattr(ho, "peak_force"):  # peg: the peak wrist force of each held-out episode [N]
         cell["heldout_peak_force"] = ho.peak_force.tolist()
     return cell
@@ -114,12 +128,16 @@ def fit_line(x, y) -> dict:
     """Least squares y = slope·x + intercept and its R² (nan when x or y does not vary)."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     if len(x) < 2 or np.ptp(x) == 0:
-        return {"slope": float("nan"), "intercept": float(np.mean(y)) if len(y) else float("nan"),
-                "r2": float("nan"), "n": int(len(x))}
+        return {
+            "slope": float("nan"),
+            "intercept": float(np.mean(y)) if len(y) else float("nan"),
+            "r2": float("nan"),
+            "n": int(len(x)),
+        }
     slope, intercept = np.polyfit(x, y, 1)
     resid = y - (slope * x + intercept)
     ss_tot = float(((y - y.mean()) ** 2).sum())
-    r2 = 1.0 - float((resid ** 2).sum()) / ss_tot if ss_tot > 0 else float("nan")
+    r2 = 1.0 - float((resid**2).sum()) / ss_tot if ss_tot > 0 else float("nan")
     return {"slope": float(slope), "intercept": float(intercept), "r2": r2, "n": int(len(x))}
 
 
@@ -139,19 +157,28 @@ def summarize(cfg: StudyConfig, runs: list[dict], info: dict[str, float]) -> dic
                 continue
             ho = [o for r in rs for o in r["heldout_outcomes"]]
             tr = [o for r in rs for o in r["train_outcomes"]]
-            table.append({
-                "level": level, "I_bits": info[level], "m": m, "seeds": len(rs),
-                "heldout_success": float(np.mean([r["heldout_success"] for r in rs])),
-                "heldout_ci95": bootstrap_ci(ho, cfg.bootstrap, cfg.seed),
-                "train_success": float(np.mean([r["train_success"] for r in rs])),
-                "train_ci95": bootstrap_ci(tr, cfg.bootstrap, cfg.seed + 1),
-                "gap": float(np.mean([r["train_success"] - r["heldout_success"] for r in rs])),
-                "heldout_steps": float(np.mean([r["heldout_steps"] for r in rs])),
-                "heldout_steps_success": _pooled([r["heldout_steps_success"] for r in rs]),
-                "heldout_peak_force": _pooled([np.mean(r["heldout_peak_force"]) for r in rs if "heldout_peak_force" in r]),
-                "heldout_peak_force_max": _pooled([np.max(r["heldout_peak_force"]) for r in rs
-                                                   if "heldout_peak_force" in r], np.max),
-                "sqrt_I_over_m": math.sqrt(info[level] / m)})
+            table.append(
+                {
+                    "level": level,
+                    "I_bits": info[level],
+                    "m": m,
+                    "seeds": len(rs),
+                    "heldout_success": float(np.mean([r["heldout_success"] for r in rs])),
+                    "heldout_ci95": bootstrap_ci(ho, cfg.bootstrap, cfg.seed),
+                    "train_success": float(np.mean([r["train_success"] for r in rs])),
+                    "train_ci95": bootstrap_ci(tr, cfg.bootstrap, cfg.seed + 1),
+                    "gap": float(np.mean([r["train_success"] - r["heldout_success"] for r in rs])),
+                    "heldout_steps": float(np.mean([r["heldout_steps"] for r in rs])),
+                    "heldout_steps_success": _pooled([r["heldout_steps_success"] for r in rs]),
+                    "heldout_peak_force": _pooled(
+                        [np.mean(r["heldout_peak_force"]) for r in rs if "heldout_peak_force" in r]
+                    ),
+                    "heldout_peak_force_max": _pooled(
+                        [np.max(r["heldout_peak_force"]) for r in rs if "heldout_peak_force" in r], np.max
+                    ),
+                    "sqrt_I_over_m": math.sqrt(info[level] / m),
+                }
+            )
     fit = fit_line([c["sqrt_I_over_m"] for c in table], [c["gap"] for c in table])
     # the claim: cloning a blindfolded expert generalizes better, especially with few demonstrated tasks
     small = [m for m in cfg.m_values if m <= float(np.median(cfg.m_values))]
@@ -164,16 +191,29 @@ def summarize(cfg: StudyConfig, runs: list[dict], info: dict[str, float]) -> dic
     per_level = {lv: small_m_success(lv) - informed for lv in info if lv != "informed"}
     better = [lv for lv, d in per_level.items() if d > 0]
     fits = bool(fit["slope"] > 0 and fit["r2"] >= 0.5)
-    verdict = ("holds" if better and fits and len(better) == len(per_level)
-               else "partly holds" if better or fits else "does not hold")
+    verdict = (
+        "holds"
+        if better and fits and len(better) == len(per_level)
+        else "partly holds"
+        if better or fits
+        else "does not hold"
+    )
     diffs = ", ".join(f"{lv} {d:+.2f}" for lv, d in per_level.items())
-    text = (f"Held-out success at m <= {max(small)}, blindfolded minus informed clone: {diffs} "
-            f"({'better for ' + ', '.join(better) if better else 'no blindfolded clone better'}). The generalization "
-            f"gap vs. sqrt(I/m): slope {fit['slope']:.3f}, R² {fit['r2']:.2f} "
-            f"({'a positive fit with R² >= 0.5' if fits else 'not a positive fit with R² >= 0.5'}). "
-            f"The claim {verdict} at this scale ({cfg.scale}, {cfg.seeds} seed(s), {cfg.heldout} held-out tasks).")
-    return {"table": table, "fit": fit, "small_m": small, "blindfolded_minus_informed_small_m": per_level,
-            "verdict": verdict, "verdict_text": text}
+    text = (
+        f"Held-out success at m <= {max(small)}, blindfolded minus informed clone: {diffs} "
+        f"({'better for ' + ', '.join(better) if better else 'no blindfolded clone better'}). The generalization "
+        f"gap vs. sqrt(I/m): slope {fit['slope']:.3f}, R² {fit['r2']:.2f} "
+        f"({'a positive fit with R² >= 0.5' if fits else 'not a positive fit with R² >= 0.5'}). "
+        f"The claim {verdict} at this scale ({cfg.scale}, {cfg.seeds} seed(s), {cfg.heldout} held-out tasks)."
+    )
+    return {
+        "table": table,
+        "fit": fit,
+        "small_m": small,
+        "blindfolded_minus_informed_small_m": per_level,
+        "verdict": verdict,
+        "verdict_text": text,
+    }
 
 
 def run_level(cfg: StudyConfig, out: Path, seed: int, level: str) -> list[dict]:
@@ -226,15 +266,32 @@ def run_study(cfg: StudyConfig, out: str | Path, log: Callable[[str], None] = pr
         experts[lv] = {**expert_stats(domain, lv, heldout), "I_bits": info[lv]}
     rnd = domain.evaluate(None, heldout, seed=cfg.seed)
     baseline = {"heldout_success": float(rnd.success.mean()), "heldout_steps": float(rnd.steps.mean())}
-    log("blindfolded: I (bits) " + ", ".join(f"{k} {v:.2f}" for k, v in info.items()) +
-        f"; random policy held-out success {baseline['heldout_success']:.2f}")
+    log(
+        "blindfolded: I (bits) "
+        + ", ".join(f"{k} {v:.2f}" for k, v in info.items())
+        + f"; random policy held-out success {baseline['heldout_success']:.2f}"
+    )
     jobs = grid({"level": levels}, [cfg.seed + r for r in range(cfg.seeds)])
-    cells = run_jobs(partial(level_job, cfg, out), jobs, store, workers=cfg.workers, label="blindfolded study",
-                     log=log, metrics=lambda c: {"heldout": c[-1]["heldout_success"], "train": c[-1]["train_success"]})
+    cells = run_jobs(
+        partial(level_job, cfg, out),
+        jobs,
+        store,
+        workers=cfg.workers,
+        label="blindfolded study",
+        log=log,
+        metrics=lambda c: {"heldout": c[-1]["heldout_success"], "train": c[-1]["train_success"]},
+    )
     runs = [cell for job in jobs for cell in cells[job.name]]  # (seed, level, m) order, however they finished
     summary = summarize(cfg, runs, info)
-    result = {"config": asdict(cfg), "information_bits": info, "experts": experts, "random_policy": baseline,
-              "summary": summary, "runs": runs, "time_s": round(time.perf_counter() - t0, 1)}
+    result = {
+        "config": asdict(cfg),
+        "information_bits": info,
+        "experts": experts,
+        "random_policy": baseline,
+        "summary": summary,
+        "runs": runs,
+        "time_s": round(time.perf_counter() - t0, 1),
+    }
     write_atomic(out / "results.json", json.dumps(result, indent=2, default=float))
     write_report(result, out)
     log(f"blindfolded: {summary['verdict_text']}")
@@ -270,14 +327,22 @@ def merge_studies(sources: list[str | Path], out: str | Path, log: Callable[[str
     _, pooled = pool([(str(src), *_study_runs(Path(src), r)) for src, r in zip(sources, results)])
     c = first["config"]
     levels = list(first["information_bits"])
-    runs = sorted((run for cells in pooled.values() for run in cells),  # the order run_study gives its runs
-                  key=lambda r: (r["seed"], levels.index(r["level"]), c["m_values"].index(r["m"])))
+    runs = sorted(
+        (run for cells in pooled.values() for run in cells),  # the order run_study gives its runs
+        key=lambda r: (r["seed"], levels.index(r["level"]), c["m_values"].index(r["m"])),
+    )
     seen = sorted({run["seed"] for run in runs})
     cfg = for_scale(c["scale"], min(seen), c["domain"])
     cfg.seeds, cfg.m_values, cfg.heldout, cfg.bootstrap = len(seen), c["m_values"], c["heldout"], c["bootstrap"]
     summary = summarize(cfg, runs, first["information_bits"])
-    result = {**first, "config": {**c, "seed": min(seen), "seeds": len(seen)}, "summary": summary, "runs": runs,
-              "time_s": round(sum(r["time_s"] for r in results), 1), "merged_from": [str(s) for s in sources]}
+    result = {
+        **first,
+        "config": {**c, "seed": min(seen), "seeds": len(seen)},
+        "summary": summary,
+        "runs": runs,
+        "time_s": round(sum(r["time_s"] for r in results), 1),
+        "merged_from": [str(s) for s in sources],
+    }
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "results.json", json.dumps(result, indent=2, default=float))
@@ -305,45 +370,80 @@ def write_report(result: dict, out: Path) -> Path:
     levels = list(result["information_bits"])
     demos_text = "one expert demonstration per training task"
     if cfg["domain"] == "peg":
-        demos_text = (f"{cfg['peg']['demos_per_task']} expert episodes per training hole, only the successful ones "
-                      f"cloned; {cfg['peg']['max_steps']}-step episodes")
-    lines = [f"# Blindfolded experts — {cfg['domain']} study ({cfg['scale']} scale)", "",
-             f"{cfg['seeds']} seed(s) from {cfg['seed']}; {cfg['heldout']} held-out tasks; {demos_text}; "
-             f"history-conditioned GRU BC. Time: {result['time_s']:.0f} s"
-             + (f" in all, pooled from {', '.join(result['merged_from'])}." if "merged_from" in result else "."), "",
-             "## Held-out success rate (mean over seeds; 95% bootstrap CI over pooled episodes)", "",
-             "| level | I (bits) | " + " | ".join(f"m={m}" for m in ms) + " |",
-             "|---|---|" + "---|" * len(ms)]
+        demos_text = (
+            f"{cfg['peg']['demos_per_task']} expert episodes per training hole, only the successful ones "
+            f"cloned; {cfg['peg']['max_steps']}-step episodes"
+        )
+    lines = [
+        f"# Blindfolded experts — {cfg['domain']} study ({cfg['scale']} scale)",
+        "",
+        f"{cfg['seeds']} seed(s) from {cfg['seed']}; {cfg['heldout']} held-out tasks; {demos_text}; "
+        f"history-conditioned GRU BC. Time: {result['time_s']:.0f} s"
+        + (f" in all, pooled from {', '.join(result['merged_from'])}." if "merged_from" in result else "."),
+        "",
+        "## Held-out success rate (mean over seeds; 95% bootstrap CI over pooled episodes)",
+        "",
+        "| level | I (bits) | " + " | ".join(f"m={m}" for m in ms) + " |",
+        "|---|---|" + "---|" * len(ms),
+    ]
     for lv in levels:
-        cells = [_fmt_ci(table[lv, m]["heldout_success"], table[lv, m]["heldout_ci95"]) if (lv, m) in table else "-"
-                 for m in ms]
+        cells = [
+            _fmt_ci(table[lv, m]["heldout_success"], table[lv, m]["heldout_ci95"]) if (lv, m) in table else "-"
+            for m in ms
+        ]
         lines.append(f"| {lv} | {result['information_bits'][lv]:.2f} | " + " | ".join(cells) + " |")
-    lines += ["", "## Training-task success / generalization gap (train − held-out)", "",
-              "| level | " + " | ".join(f"m={m}" for m in ms) + " |", "|---|" + "---|" * len(ms)]
+    lines += [
+        "",
+        "## Training-task success / generalization gap (train − held-out)",
+        "",
+        "| level | " + " | ".join(f"m={m}" for m in ms) + " |",
+        "|---|" + "---|" * len(ms),
+    ]
     for lv in levels:
-        cells = [f"{table[lv, m]['train_success']:.2f} / {table[lv, m]['gap']:+.2f}" if (lv, m) in table else "-"
-                 for m in ms]
+        cells = [
+            f"{table[lv, m]['train_success']:.2f} / {table[lv, m]['gap']:+.2f}" if (lv, m) in table else "-" for m in ms
+        ]
         lines.append(f"| {lv} | " + " | ".join(cells) + " |")
     if any(c.get("heldout_peak_force") is not None for c in summ["table"]):
-        lines += ["", "## Held-out episodes: steps to insert (successes) / mean peak wrist force [N] (max)", "",
-                  "| level | " + " | ".join(f"m={m}" for m in ms) + " |", "|---|" + "---|" * len(ms)]
+        lines += [
+            "",
+            "## Held-out episodes: steps to insert (successes) / mean peak wrist force [N] (max)",
+            "",
+            "| level | " + " | ".join(f"m={m}" for m in ms) + " |",
+            "|---|" + "---|" * len(ms),
+        ]
         for lv in levels:
             lines.append(f"| {lv} | " + " | ".join(_steps_force(table.get((lv, m))) for m in ms) + " |")
-    lines += ["", "## Experts on the held-out tasks", "", "| level | I (bits) | success | mean steps | max steps |",
-              "|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Experts on the held-out tasks",
+        "",
+        "| level | I (bits) | success | mean steps | max steps |",
+        "|---|---|---|---|---|",
+    ]
     for lv, e in result["experts"].items():
         force = f" (peak wrist force {e['peak_force_max']:.1f} N)" if "peak_force_max" in e else ""
-        lines.append(f"| {lv} | {e['I_bits']:.2f} | {e['success']:.2f}{force} | {e['steps_mean']:.1f} | "
-                     f"{e['steps_max']} |")
+        lines.append(
+            f"| {lv} | {e['I_bits']:.2f} | {e['success']:.2f}{force} | {e['steps_mean']:.1f} | {e['steps_max']} |"
+        )
     rp = result["random_policy"]
     fit = summ["fit"]
-    lines += ["", f"Uniformly random policy: held-out success {rp['heldout_success']:.2f}, "
-              f"mean steps {rp['heldout_steps']:.1f}.", "",
-              "## Generalization gap vs. sqrt(I/m)", "",
-              f"Least squares over the {fit['n']} (level, m) cells: gap = {fit['slope']:.3f} · sqrt(I/m) "
-              f"{fit['intercept']:+.3f}, R² = {fit['r2']:.2f}.", "",
-              "## Verdict", "", summ["verdict_text"], "",
-              "Plots: success_vs_m.png, gap_vs_sqrt_I_over_m.png; every run in results.json.", ""]
+    lines += [
+        "",
+        f"Uniformly random policy: held-out success {rp['heldout_success']:.2f}, mean steps {rp['heldout_steps']:.1f}.",
+        "",
+        "## Generalization gap vs. sqrt(I/m)",
+        "",
+        f"Least squares over the {fit['n']} (level, m) cells: gap = {fit['slope']:.3f} · sqrt(I/m) "
+        f"{fit['intercept']:+.3f}, R² = {fit['r2']:.2f}.",
+        "",
+        "## Verdict",
+        "",
+        summ["verdict_text"],
+        "",
+        "Plots: success_vs_m.png, gap_vs_sqrt_I_over_m.png; every run in results.json.",
+        "",
+    ]
     path = write_atomic(out / "report.md", "\n".join(lines))
     _plots(result, out)
     return path

@@ -51,12 +51,19 @@ log = logging.getLogger("embody.blindfolded.teleop")
 DATASET_DIR = Path("runs/blindfolded/teleop")
 DEVICES = (*core.DEVICES, "scripted")  # embody.teleop.device's names
 CLEAR = 0.005  # m above the true mouth: below it, homing draws the peg straight out first
-_OBS_NAMES = ([f"q{i}" for i in range(7)] + [f"dq{i}" for i in range(7)] + ["tip_x", "tip_y", "tip_z"]
-              + ["quat_w", "quat_x", "quat_y", "quat_z"] + ["fx", "fy", "fz", "mx", "my", "mz"]
-              + ["last_x", "last_y", "last_z"] + ["target_x", "target_y", "target_z"])
+_OBS_NAMES = (
+    [f"q{i}" for i in range(7)]
+    + [f"dq{i}" for i in range(7)]
+    + ["tip_x", "tip_y", "tip_z"]
+    + ["quat_w", "quat_x", "quat_y", "quat_z"]
+    + ["fx", "fy", "fz", "mx", "my", "mz"]
+    + ["last_x", "last_y", "last_z"]
+    + ["target_x", "target_y", "target_z"]
+)
 
 
 # -- what the human is told and shown -----------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Region:
@@ -78,16 +85,19 @@ class Region:
         try:
             cx, cy, h = (float(v) for v in text.split(","))
         except ValueError:
-            raise ValueError(f"a region is 'cx,cy,half_width' in mm relative to the nominal hole, got {text!r}") \
-                from None
+            raise ValueError(
+                f"a region is 'cx,cy,half_width' in mm relative to the nominal hole, got {text!r}"
+            ) from None
         return cls((cx / 1000, cy / 1000), h / 1000)
 
     def contains(self, offset: np.ndarray) -> bool:
         return bool((np.abs(np.asarray(offset[:2]) - self.center) <= self.half_width + 1e-9).all())
 
     def describe(self) -> str:
-        return (f"hole within ±{self.half_width * 1000:.1f} mm of x {self.center[0] * 1000:+.1f}, "
-                f"y {self.center[1] * 1000:+.1f} mm from the nominal hole")
+        return (
+            f"hole within ±{self.half_width * 1000:.1f} mm of x {self.center[0] * 1000:+.1f}, "
+            f"y {self.center[1] * 1000:+.1f} mm from the nominal hole"
+        )
 
 
 def _region_row(region: Region | None) -> np.ndarray:
@@ -99,15 +109,16 @@ def learner_view(obs: np.ndarray, region: Region | None) -> list[str]:
     from embody.sims.tasks.peg_insert import TIP, WRENCH
 
     tip, w = obs[TIP], obs[WRENCH]
-    lines = [f"tip from the nominal hole: x {tip[0] * 1000:+6.1f}  y {tip[1] * 1000:+6.1f}  "
-             f"height {tip[2] * 1000:+6.1f} mm",
-             f"wrist force (tared): {np.linalg.norm(w[:3]):5.1f} N   "
-             f"[{w[0]:+5.1f} {w[1]:+5.1f} {w[2]:+5.1f}] N"]
+    lines = [
+        f"tip from the nominal hole: x {tip[0] * 1000:+6.1f}  y {tip[1] * 1000:+6.1f}  height {tip[2] * 1000:+6.1f} mm",
+        f"wrist force (tared): {np.linalg.norm(w[:3]):5.1f} N   [{w[0]:+5.1f} {w[1]:+5.1f} {w[2]:+5.1f}] N",
+    ]
     lines.append(region.describe() if region is not None else "hole: somewhere near the nominal position (not told)")
     return lines
 
 
 # -- the task side ---------------------------------------------------------------------------------------
+
 
 class TeleopTask(core.TeleopRunner):
     """The ``peg-insert`` task with one env on a live arm (``TeleopRunner``: ``PolicyRunner`` with a human)."""
@@ -136,22 +147,24 @@ def teleop_features(obs_size: int = 33, n_joints: int = 7) -> dict:
     from embody.datasets.format import feature
 
     j = [f"joint{i}" for i in range(n_joints)]
-    return {"observation.state": feature("float32", (obs_size,), _OBS_NAMES if obs_size == 33 else None),
-            "action": feature("float32", (3,), ["x", "y", "z"]),
-            "next.done": feature("bool", (1,)),
-            "embody.state.joint_pos": feature("float64", (n_joints,), j),
-            "embody.state.joint_vel": feature("float64", (n_joints,), j),
-            "embody.state.joint_torque": feature("float64", (n_joints,), j),
-            "embody.state.ee_pos": feature("float64", (3,), ["x", "y", "z"]),
-            "embody.state.ee_quat": feature("float64", (4,), ["w", "x", "y", "z"]),
-            "embody.state.wrench": feature("float64", (6,), ["fx", "fy", "fz", "mx", "my", "mz"]),
-            "embody.state.time": feature("float64", (1,)),
-            "embody.sent.q": feature("float32", (n_joints,), j),
-            "embody.sent.kp": feature("float32", (n_joints,), j),
-            "embody.teleop.device": feature("int64", (1,), list(DEVICES)),
-            "embody.teleop.region": feature("float64", (4,), ["told", "cx", "cy", "half_width"]),
-            "embody.teleop.outcome": feature("int64", (1,), list(OUTCOMES)),
-            "embody.teleop.hole": feature("float64", (4,), ["x", "y", "z", "yaw"])}
+    return {
+        "observation.state": feature("float32", (obs_size,), _OBS_NAMES if obs_size == 33 else None),
+        "action": feature("float32", (3,), ["x", "y", "z"]),
+        "next.done": feature("bool", (1,)),
+        "embody.state.joint_pos": feature("float64", (n_joints,), j),
+        "embody.state.joint_vel": feature("float64", (n_joints,), j),
+        "embody.state.joint_torque": feature("float64", (n_joints,), j),
+        "embody.state.ee_pos": feature("float64", (3,), ["x", "y", "z"]),
+        "embody.state.ee_quat": feature("float64", (4,), ["w", "x", "y", "z"]),
+        "embody.state.wrench": feature("float64", (6,), ["fx", "fy", "fz", "mx", "my", "mz"]),
+        "embody.state.time": feature("float64", (1,)),
+        "embody.sent.q": feature("float32", (n_joints,), j),
+        "embody.sent.kp": feature("float32", (n_joints,), j),
+        "embody.teleop.device": feature("int64", (1,), list(DEVICES)),
+        "embody.teleop.region": feature("float64", (4,), ["told", "cx", "cy", "half_width"]),
+        "embody.teleop.outcome": feature("int64", (1,), list(OUTCOMES)),
+        "embody.teleop.hole": feature("float64", (4,), ["x", "y", "z", "yaw"]),
+    }
 
 
 def state_from_frames(ep: dict, i: int):
@@ -159,24 +172,51 @@ def state_from_frames(ep: dict, i: int):
     from embody.robots import RobotState
 
     row = lambda k: np.asarray(ep[f"embody.state.{k}"][i], dtype=np.float64).reshape(1, -1)  # noqa: E731
-    return RobotState(joint_pos=row("joint_pos"), joint_vel=row("joint_vel"), joint_torque=row("joint_torque"),
-                      time=row("time").reshape(1), ee_pos=row("ee_pos"), ee_quat=row("ee_quat"), wrench=row("wrench"))
+    return RobotState(
+        joint_pos=row("joint_pos"),
+        joint_vel=row("joint_vel"),
+        joint_torque=row("joint_torque"),
+        time=row("time").reshape(1),
+        ee_pos=row("ee_pos"),
+        ee_quat=row("ee_quat"),
+        wrench=row("wrench"),
+    )
 
 
 # -- the session -----------------------------------------------------------------------------------------
 
+
 def _frame(state, obs: np.ndarray, action: np.ndarray, sent) -> dict:
-    return {"observation.state": obs[0], "action": action[0],
-            "embody.state.joint_pos": state.joint_pos[0], "embody.state.joint_vel": state.joint_vel[0],
-            "embody.state.joint_torque": state.joint_torque[0], "embody.state.ee_pos": state.ee_pos[0],
-            "embody.state.ee_quat": state.ee_quat[0], "embody.state.wrench": state.wrench[0],
-            "embody.state.time": state.time, "embody.sent.q": sent.q, "embody.sent.kp": sent.kp}
+    return {
+        "observation.state": obs[0],
+        "action": action[0],
+        "embody.state.joint_pos": state.joint_pos[0],
+        "embody.state.joint_vel": state.joint_vel[0],
+        "embody.state.joint_torque": state.joint_torque[0],
+        "embody.state.ee_pos": state.ee_pos[0],
+        "embody.state.ee_quat": state.ee_quat[0],
+        "embody.state.wrench": state.wrench[0],
+        "embody.state.time": state.time,
+        "embody.sent.q": sent.q,
+        "embody.sent.kp": sent.kp,
+    }
 
 
-def teleoperate(driver, config=None, device: InputDevice | None = None, episodes: int = 1,
-                region: Region | None = None, out: str | Path = DATASET_DIR, rate_hz: int = 25,
-                hole_pos=None, hole_yaw: float = 0.0, max_steps: int | None = None, seed: int = 0,
-                display=None, home_speed: float = 0.1) -> dict:
+def teleoperate(
+    driver,
+    config=None,
+    device: InputDevice | None = None,
+    episodes: int = 1,
+    region: Region | None = None,
+    out: str | Path = DATASET_DIR,
+    rate_hz: int = 25,
+    hole_pos=None,
+    hole_yaw: float = 0.0,
+    max_steps: int | None = None,
+    seed: int = 0,
+    display=None,
+    home_speed: float = 0.1,
+) -> dict:
     """Record up to ``episodes`` human demonstrations of peg-insert into the dataset ``out``; returns a summary.
 
     driver:   a RobotInterface with a ``supervisor`` (connected, ramped and started by the session if not)
@@ -200,19 +240,35 @@ def teleoperate(driver, config=None, device: InputDevice | None = None, episodes
         raise ValueError(f"the driver's robot {driver.robot.name!r} is not the task's {runner.robot.name!r}")
     hole = _true_hole(runner, hole_pos, region)
     max_steps = int(max_steps or runner.config.max_episode_steps)
-    recording = {"source": "teleop", "task": runner.task.name, "robot": runner.robot.name, "seed": seed,
-                 "device": device.name, "region": None if region is None else dataclasses.asdict(region),
-                 "rate_hz": int(rate_hz), "max_steps": max_steps, "task_config": dataclasses.asdict(runner.config),
-                 "note": "embody.teleop.hole is the true hole pose, for analysis only: never an observation"}
-    constant = {"embody.teleop.device": np.array([DEVICES.index(device.name if device.name in DEVICES else "scripted")]),
-                "embody.teleop.region": _region_row(region), "embody.teleop.hole": np.array([*hole, hole_yaw])}
+    recording = {
+        "source": "teleop",
+        "task": runner.task.name,
+        "robot": runner.robot.name,
+        "seed": seed,
+        "device": device.name,
+        "region": None if region is None else dataclasses.asdict(region),
+        "rate_hz": int(rate_hz),
+        "max_steps": max_steps,
+        "task_config": dataclasses.asdict(runner.config),
+        "note": "embody.teleop.hole is the true hole pose, for analysis only: never an observation",
+    }
+    constant = {
+        "embody.teleop.device": np.array([DEVICES.index(device.name if device.name in DEVICES else "scripted")]),
+        "embody.teleop.region": _region_row(region),
+        "embody.teleop.hole": np.array([*hole, hole_yaw]),
+    }
     display = display if display is not None else TerminalDisplay()
     dataset = _Dataset(Path(out), int(rate_hz), runner, recording, constant)
-    plan = core.TeleopPlan(episodes, max_steps, rate_hz,
-                           core.Homing(speed=home_speed, leash=runner.config.max_target_offset),
-                           start=lambda i: runner.start(hole, hole_yaw), floor_z=lambda i: hole[2] + CLEAR,
-                           on_step=lambda ep: dataset.recorder(ep, runner, display, region, episodes),
-                           on_episode=dataset.save)
+    plan = core.TeleopPlan(
+        episodes,
+        max_steps,
+        rate_hz,
+        core.Homing(speed=home_speed, leash=runner.config.max_target_offset),
+        start=lambda i: runner.start(hole, hole_yaw),
+        floor_z=lambda i: hole[2] + CLEAR,
+        on_step=lambda ep: dataset.recorder(ep, runner, display, region, episodes),
+        on_episode=dataset.save,
+    )
     try:
         result = core.teleoperate(driver, runner, device, plan)
     finally:
@@ -220,8 +276,14 @@ def teleoperate(driver, config=None, device: InputDevice | None = None, episodes
         display.close()
     if plan.aborted or result.fault:
         log.warning("episode discarded (%s)", "aborted" if plan.aborted else result.fault)
-    return {**dataset.summary, "aborted": plan.aborted, "fault": result.fault, "counters": result.counters,
-            "phase": result.ended_in, "exit_code": result.exit_code}
+    return {
+        **dataset.summary,
+        "aborted": plan.aborted,
+        "fault": result.fault,
+        "counters": result.counters,
+        "phase": result.ended_in,
+        "exit_code": result.exit_code,
+    }
 
 
 def _true_hole(runner: TeleopTask, hole_pos, region: Region | None) -> np.ndarray:
@@ -233,8 +295,10 @@ def _true_hole(runner: TeleopTask, hole_pos, region: Region | None) -> np.ndarra
         raise ValueError(f"hole_pos needs 3 finite coordinates, got {hole_pos}")
     offset = hole - runner.task.nominal
     if region is not None and not region.contains(offset):
-        raise ValueError(f"the region told ({region.describe()}) does not contain the hole, which is at "
-                         f"{offset[0] * 1000:+.1f}, {offset[1] * 1000:+.1f} mm from the nominal one")
+        raise ValueError(
+            f"the region told ({region.describe()}) does not contain the hole, which is at "
+            f"{offset[0] * 1000:+.1f}, {offset[1] * 1000:+.1f} mm from the nominal one"
+        )
     return hole
 
 
@@ -255,6 +319,7 @@ class _Dataset:
             obs, action = runner.last
             self.frames.append(_frame(state, obs, action, sent))
             display.show(learner_view(obs[0], region), f"{label}, step {len(self.frames)}")
+
         return record
 
     def save(self, ep: core.Episode) -> None:
@@ -265,13 +330,18 @@ class _Dataset:
             return
         if self.writer is None:
             task = self.runner.task
-            self.writer = DatasetWriter(self.out, fps=self.fps, features=teleop_features(task.observation_size,
-                                                                                         self.runner.robot.n_joints),
-                                        robot_type=self.runner.robot.name, recording=self.recording)
+            self.writer = DatasetWriter(
+                self.out,
+                fps=self.fps,
+                features=teleop_features(task.observation_size, self.runner.robot.n_joints),
+                robot_type=self.runner.robot.name,
+                recording=self.recording,
+            )
         constant = {**self.constant, "embody.teleop.outcome": np.array([OUTCOMES.index(ep.outcome)])}
         for i, frame in enumerate(self.frames):
-            self.writer.add_frame({**frame, **constant, "next.done": np.array([i == len(self.frames) - 1])},
-                                  task=self.runner.task.name)
+            self.writer.add_frame(
+                {**frame, **constant, "next.done": np.array([i == len(self.frames) - 1])}, task=self.runner.task.name
+            )
         index = self.writer.save_episode()
         self.summary["episodes"].append({"index": index, "outcome": ep.outcome, "steps": len(self.frames)})
         log.info("episode %d saved as %d: %s after %d steps", ep.index, index, ep.outcome, len(self.frames))
@@ -316,20 +386,30 @@ def _open_teleop(path: Path):
     from embody.sims.tasks.peg_insert import OBS_SIZE
 
     if not path.is_dir():
-        raise DatasetFormatError(path, "no such dataset folder (record one with `embody blindfolded collect "
-                                       "--teleop keyboard`)")
+        raise DatasetFormatError(
+            path, "no such dataset folder (record one with `embody blindfolded collect --teleop keyboard`)"
+        )
     ds = load(path)
     missing = [k for k in _NEEDED if k not in ds.features]
     if missing:
-        raise DatasetFormatError(path, f"not a teleop dataset: missing feature(s) {', '.join(missing)} "
-                                       "(written by `embody blindfolded collect --teleop`)")
+        raise DatasetFormatError(
+            path,
+            f"not a teleop dataset: missing feature(s) {', '.join(missing)} "
+            "(written by `embody blindfolded collect --teleop`)",
+        )
     recording = ds.info.get("embody", {}).get("recording", {}) or {}
     if recording.get("source") != "teleop":
-        raise DatasetFormatError(path, f"not a teleop dataset: its recording source is "
-                                       f"{recording.get('source')!r}, not 'teleop'")
+        raise DatasetFormatError(
+            path, f"not a teleop dataset: its recording source is {recording.get('source')!r}, not 'teleop'"
+        )
     shapes = {k: tuple(ds.features[k]["shape"]) for k in _NEEDED}
-    expected = {"observation.state": (OBS_SIZE,), "action": (3,), "embody.teleop.region": (4,),
-                "embody.teleop.outcome": (1,), "embody.teleop.hole": (4,)}
+    expected = {
+        "observation.state": (OBS_SIZE,),
+        "action": (3,),
+        "embody.teleop.region": (4,),
+        "embody.teleop.outcome": (1,),
+        "embody.teleop.hole": (4,),
+    }
     for k, shape in expected.items():
         if shapes[k] != shape:
             what = " (the peg learner's observation)" if k == "observation.state" else ""
@@ -376,18 +456,23 @@ def teleop_demos(dataset_dir: str | Path, outcomes=("success",), episodes=None):
             raise ValueError(f"{path}: episode {i} out of range (the dataset has {ds.num_episodes})")
     lo, hi = ds.episode_bounds
     outcome_col = ds.column("embody.teleop.outcome").reshape(-1)
-    ep_outcome = {i: OUTCOMES[int(outcome_col[lo[i]])] if 0 <= int(outcome_col[lo[i]]) < len(OUTCOMES) else "?"
-                  for i in selected}
+    ep_outcome = {
+        i: OUTCOMES[int(outcome_col[lo[i]])] if 0 <= int(outcome_col[lo[i]]) < len(OUTCOMES) else "?" for i in selected
+    }
     keep = [i for i in selected if ep_outcome[i] in outcomes]
     if not keep:
         counts = {o: [ep_outcome[i] for i in selected].count(o) for o in OUTCOMES}
-        raise ValueError(f"{path}: no {' or '.join(outcomes)} episode to convert among its {len(selected)} "
-                         f"({', '.join(f'{n} {o}' for o, n in counts.items() if n)})")
+        raise ValueError(
+            f"{path}: no {' or '.join(outcomes)} episode to convert among its {len(selected)} "
+            f"({', '.join(f'{n} {o}' for o, n in counts.items() if n)})"
+        )
     rows = ds.column("embody.teleop.region")
     regions = {tuple(float(v) for v in rows[lo[i]]) for i in keep}
     if len(regions) > 1:
-        raise ValueError(f"{path}: the episodes to convert were told different regions ({sorted(regions)}); "
-                         "convert each region's episodes separately (teleop_demos(..., episodes=[...]))")
+        raise ValueError(
+            f"{path}: the episodes to convert were told different regions ({sorted(regions)}); "
+            "convert each region's episodes separately (teleop_demos(..., episodes=[...]))"
+        )
     told, cx, cy, half = regions.pop()
     region = Region((cx, cy), half) if told > 0.5 else None
     holes = ds.column("embody.teleop.hole")
@@ -399,16 +484,23 @@ def teleop_demos(dataset_dir: str | Path, outcomes=("success",), episodes=None):
             tasks.append(offset)
         episode_tasks.append(tasks.index(offset))
     data = Demonstrations.from_dataset(ds, {"obs": "observation.state"}, "action", episodes=keep)
-    data.meta = {"domain": "peg", "level": human_level(region), "information_bits": region_information(region),
-                 "tasks": tasks, "episode_tasks": episode_tasks,
-                 "region": None if region is None else {"center": list(region.center),
-                                                        "half_width": region.half_width},
-                 "source": "teleop", "dataset": str(path.resolve()), "dataset_episodes": keep,
-                 "outcomes": [ep_outcome[i] for i in keep],
-                 "expert_success": [int(ep_outcome[i] == "success") for i in selected],
-                 "expert_steps": [int(hi[i] - lo[i]) for i in selected],
-                 "rate_hz": int(ds.fps), "max_steps": recording.get("max_steps"),
-                 "device": recording.get("device")}
+    data.meta = {
+        "domain": "peg",
+        "level": human_level(region),
+        "information_bits": region_information(region),
+        "tasks": tasks,
+        "episode_tasks": episode_tasks,
+        "region": None if region is None else {"center": list(region.center), "half_width": region.half_width},
+        "source": "teleop",
+        "dataset": str(path.resolve()),
+        "dataset_episodes": keep,
+        "outcomes": [ep_outcome[i] for i in keep],
+        "expert_success": [int(ep_outcome[i] == "success") for i in selected],
+        "expert_steps": [int(hi[i] - lo[i]) for i in selected],
+        "rate_hz": int(ds.fps),
+        "max_steps": recording.get("max_steps"),
+        "device": recording.get("device"),
+    }
     return Demos.from_demonstrations(data)
 
 
@@ -429,33 +521,54 @@ def run_import(args) -> int:
     except (ValueError, OSError) as e:  # DatasetFormatError is a ValueError
         raise CommandError(str(e)) from None
     m = d.meta
-    print(f"blindfolded import: {len(d.episode_lengths)} episode(s) ({'/'.join(sorted(set(m['outcomes'])))}; "
-          f"{int(d.episode_lengths.sum())} steps, {len(m['tasks'])} hole(s)) of {dataset}, level {m['level']} "
-          f"({m['information_bits']:g} bits) -> {target}", file=sys.stderr, flush=True)
+    print(
+        f"blindfolded import: {len(d.episode_lengths)} episode(s) ({'/'.join(sorted(set(m['outcomes'])))}; "
+        f"{int(d.episode_lengths.sum())} steps, {len(m['tasks'])} hole(s)) of {dataset}, level {m['level']} "
+        f"({m['information_bits']:g} bits) -> {target}",
+        file=sys.stderr,
+        flush=True,
+    )
     return 0
 
 
 # -- command line ----------------------------------------------------------------------------------------
+
 
 def add_teleop_arguments(parser) -> None:
     """The options of ``embody blindfolded collect --teleop DEVICE``."""
     from embody.commands import nonneg_int, positive_int
 
     g = parser.add_argument_group("teleoperation (collect --teleop: human demonstrations of peg-insert)")
-    g.add_argument("--teleop", choices=("keyboard", "gamepad", "spacemouse"),
-                   help="collect human demonstrations with this device instead of the scripted experts")
+    g.add_argument(
+        "--teleop",
+        choices=("keyboard", "gamepad", "spacemouse"),
+        help="collect human demonstrations with this device instead of the scripted experts",
+    )
     g.add_argument("--episodes", type=positive_int, default=10, help="teleop: episodes to record (default 10)")
-    g.add_argument("--region", metavar="CX,CY,HALF",
-                   help="teleop: tell the demonstrator the hole lies within ±HALF mm of (CX, CY) mm from the nominal "
-                        "hole (default: tell nothing)")
+    g.add_argument(
+        "--region",
+        metavar="CX,CY,HALF",
+        help="teleop: tell the demonstrator the hole lies within ±HALF mm of (CX, CY) mm from the nominal "
+        "hole (default: tell nothing)",
+    )
     g.add_argument("--target", default="sim", help="teleop: sim (starts `embody robot-sim peg_arm`) or dds:IFACE")
     g.add_argument("--dds-domain", type=nonneg_int, default=0, help="teleop: DDS domain (default 0)")
-    g.add_argument("--hole-pos", metavar="X,Y,Z",
-                   help="teleop: the true hole mouth in m, base frame (a real arm: measured; default the simulated board)")
-    g.add_argument("--hole-offset", metavar="DX,DY",
-                   help="teleop, sim: shift the nominal hole by -DX,-DY mm, so the true hole is DX,DY mm from it")
-    g.add_argument("--rate-hz", type=positive_int, default=25, help="teleop: control and recording rate (default 25, the task's)")
-    g.add_argument("--max-steps", type=positive_int, help="teleop: episode limit in ticks (default the task's, 150 = 6 s)")
+    g.add_argument(
+        "--hole-pos",
+        metavar="X,Y,Z",
+        help="teleop: the true hole mouth in m, base frame (a real arm: measured; default the simulated board)",
+    )
+    g.add_argument(
+        "--hole-offset",
+        metavar="DX,DY",
+        help="teleop, sim: shift the nominal hole by -DX,-DY mm, so the true hole is DX,DY mm from it",
+    )
+    g.add_argument(
+        "--rate-hz", type=positive_int, default=25, help="teleop: control and recording rate (default 25, the task's)"
+    )
+    g.add_argument(
+        "--max-steps", type=positive_int, help="teleop: episode limit in ticks (default the task's, 150 = 6 s)"
+    )
     g.add_argument("--dataset", metavar="DIR", help="teleop: dataset folder (default OUT/teleop)")
 
 
@@ -472,13 +585,17 @@ def run_teleop(args) -> int:
         if hole is not None and len(hole) != 3:
             raise ValueError(f"--hole-pos needs X,Y,Z, got {args.hole_pos!r}")
         if hole is None and not start_sim:
-            raise ValueError("a real arm needs --hole-pos X,Y,Z (the measured hole mouth, m, base frame): the "
-                             "success test uses it (the demonstrator is never shown it)")
+            raise ValueError(
+                "a real arm needs --hole-pos X,Y,Z (the measured hole mouth, m, base frame): the "
+                "success test uses it (the demonstrator is never shown it)"
+            )
         config = PegInsertConfig()
         if args.hole_offset:
             dx, dy = (float(v) / 1000 for v in args.hole_offset.split(","))
             if not start_sim:
-                raise ValueError("--hole-offset is for the simulated arm; on a real one move the board and give --hole-pos")
+                raise ValueError(
+                    "--hole-offset is for the simulated arm; on a real one move the board and give --hole-pos"
+                )
             config.hole_pos = [config.hole_pos[0] - dx, config.hole_pos[1] - dy, config.hole_pos[2]]
         device = make_device(args.teleop)
     except (ValueError, DeviceError) as e:
@@ -487,15 +604,30 @@ def run_teleop(args) -> int:
     out = Path(args.dataset) if args.dataset else Path(args.out) / "teleop"
     try:
         with open_target(TeleopTask(config, args.seed).robot, args.target, args.dds_domain) as target:
-            summary = teleoperate(target.driver, config, device, args.episodes, region, out, args.rate_hz, hole,
-                                  max_steps=args.max_steps, seed=args.seed, display=display)
+            summary = teleoperate(
+                target.driver,
+                config,
+                device,
+                args.episodes,
+                region,
+                out,
+                args.rate_hz,
+                hole,
+                max_steps=args.max_steps,
+                seed=args.seed,
+                display=display,
+            )
     except ValueError as e:
         raise CommandError(str(e)) from None
     finally:
         device.close()
     outcomes = [e["outcome"] for e in summary["episodes"]]
-    print(f"blindfolded teleop: {len(outcomes)} episodes saved to {out} ({outcomes.count('success')} successes); "
-          f"dataset now {summary.get('dataset_episodes', 0)} episodes"
-          + ("; aborted" if summary["aborted"] else "") + (f"; arm damped: {summary['fault']}" if summary["fault"] else ""),
-          file=sys.stderr, flush=True)
+    print(
+        f"blindfolded teleop: {len(outcomes)} episodes saved to {out} ({outcomes.count('success')} successes); "
+        f"dataset now {summary.get('dataset_episodes', 0)} episodes"
+        + ("; aborted" if summary["aborted"] else "")
+        + (f"; arm damped: {summary['fault']}" if summary["fault"] else ""),
+        file=sys.stderr,
+        flush=True,
+    )
     return summary["exit_code"]

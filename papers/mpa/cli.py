@@ -23,8 +23,12 @@ from embody.files import write_atomic
 
 
 def common_arguments(p: argparse.ArgumentParser, models: bool = False) -> None:
-    p.add_argument("--scale", choices=("tiny", "paper"), default="tiny",
-                   help="tiny: the whole pipeline in < 3 min (CI); paper: ~20-35 min on 2 cores")
+    p.add_argument(
+        "--scale",
+        choices=("tiny", "paper"),
+        default="tiny",
+        help="tiny: the whole pipeline in < 3 min (CI); paper: ~20-35 min on 2 cores",
+    )
     p.add_argument("--out", default="runs/mpa", metavar="DIR", help="output folder (default runs/mpa)")
     p.add_argument("--seed", type=any_int, default=0)
     if models:
@@ -34,8 +38,13 @@ def common_arguments(p: argparse.ArgumentParser, models: bool = False) -> None:
 
 def eval_arguments(p: argparse.ArgumentParser) -> None:
     common_arguments(p, models=True)
-    p.add_argument("--seeds", type=positive_int, default=1, metavar="N",
-                   help="replicate seeds from --seed, each a resumable job in DIR/seed<S>/, pooled in DIR")
+    p.add_argument(
+        "--seeds",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="replicate seeds from --seed, each a resumable job in DIR/seed<S>/, pooled in DIR",
+    )
     p.add_argument("--workers", type=positive_int, default=1, help="processes running the seeds (default 1)")
 
 
@@ -44,8 +53,14 @@ def diagnose_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def merge_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--from", dest="sources", action="append", metavar="DIR", required=True,
-                   help="an `eval --seeds` output folder (repeatable): their seeds pooled into one report in --out")
+    p.add_argument(
+        "--from",
+        dest="sources",
+        action="append",
+        metavar="DIR",
+        required=True,
+        help="an `eval --seeds` output folder (repeatable): their seeds pooled into one report in --out",
+    )
     p.add_argument("--out", default="runs/mpa", metavar="DIR", help="output folder (default runs/mpa)")
 
 
@@ -68,9 +83,11 @@ def _models(args) -> Path | None:
     from .train import has_models
 
     if args.models and not has_models(Path(args.models)):
-        raise exits.CommandError(f"--models {args.models}: no trained models under {Path(args.models) / 'models'} "
-                                 f"(bc/, adapter/, q/, counterfactual.npz); run `embody mpa train --out "
-                                 f"{args.models}` first")
+        raise exits.CommandError(
+            f"--models {args.models}: no trained models under {Path(args.models) / 'models'} "
+            f"(bc/, adapter/, q/, counterfactual.npz); run `embody mpa train --out "
+            f"{args.models}` first"
+        )
     return Path(args.models) if args.models else None
 
 
@@ -105,11 +122,22 @@ def run_eval(args) -> int:
     from .study import evaluate_seed, make_config, run_seeds
 
     models, out = _models(args), Path(args.out)
-    command = f"embody mpa eval --scale {args.scale} --out {args.out} --seed {args.seed}" + \
-        (f" --models {models}" if models else "") + "".join(f" --set {t}" for t in args.set)
+    command = (
+        f"embody mpa eval --scale {args.scale} --out {args.out} --seed {args.seed}"
+        + (f" --models {models}" if models else "")
+        + "".join(f" --set {t}" for t in args.set)
+    )
     if args.seeds == 1:
         evaluate_seed(make_config(args.scale, args.seed, args.set), out, models, command, _log)
     else:
-        run_seeds(args.scale, args.set, [args.seed + i for i in range(args.seeds)], out, models, args.workers,
-                  f"{command} --seeds {args.seeds}", _log)
+        run_seeds(
+            args.scale,
+            args.set,
+            [args.seed + i for i in range(args.seeds)],
+            out,
+            models,
+            args.workers,
+            f"{command} --seeds {args.seeds}",
+            _log,
+        )
     return exits.OK

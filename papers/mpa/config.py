@@ -96,23 +96,45 @@ def for_scale(scale: str, seed: int = 0) -> MPAConfig:
     """The tiny (CI) or paper configuration, every random choice seeded from ``seed``."""
     if scale == "tiny":
         return MPAConfig(
-            "tiny", seed, DataConfig(seed=seed),
+            "tiny",
+            seed,
+            DataConfig(seed=seed),
             TrajectoryBCConfig(hidden=[128, 128], epochs=40, patience=10, seed=seed, progress=False),
-            DiffusionConfig(timesteps=50, hidden=[128, 128], epochs=80, batch_size=64, ddim_steps=5, seed=seed,
-                            progress=False),
+            DiffusionConfig(
+                timesteps=50, hidden=[128, 128], epochs=80, batch_size=64, ddim_steps=5, seed=seed, progress=False
+            ),
             QConfig(hidden=[128, 128], epochs=60, batch_size=64, patience=15, seed=seed, progress=False),
-            AgentConfig(candidates=8), EvalConfig())
+            AgentConfig(candidates=8),
+            EvalConfig(),
+        )
     if scale == "paper":
         return MPAConfig(
-            "paper", seed,
-            DataConfig(expert_episodes=30, expert_max_steps=150, branch_episodes=24, branch_max_steps=150,
-                       branch_every=4, candidates=8, continue_steps=10, dagger_iterations=3, dagger_episodes=10,
-                       proposal_rounds=3, proposal_episodes=6,
-                       seed=seed),
+            "paper",
+            seed,
+            DataConfig(
+                expert_episodes=30,
+                expert_max_steps=150,
+                branch_episodes=24,
+                branch_max_steps=150,
+                branch_every=4,
+                candidates=8,
+                continue_steps=10,
+                dagger_iterations=3,
+                dagger_episodes=10,
+                proposal_rounds=3,
+                proposal_episodes=6,
+                seed=seed,
+            ),
             TrajectoryBCConfig(hidden=[256, 256], epochs=200, patience=20, seed=seed),
             DiffusionConfig(timesteps=100, hidden=[256, 256, 256], epochs=300, ddim_steps=10, seed=seed),
             QConfig(hidden=[256, 256], epochs=200, patience=20, seed=seed),
             AgentConfig(candidates=16, ddim_steps=10),
-            EvalConfig(episodes=10, max_steps=0, data_fractions=[0.1, 0.3, 1.0], k_values=[1, 4, 8, 16],
-                       sweep_scenarios=["highway", "highway-dense", "cut-in", "hard-brake"]))
+            EvalConfig(
+                episodes=10,
+                max_steps=0,
+                data_fractions=[0.1, 0.3, 1.0],
+                k_values=[1, 4, 8, 16],
+                sweep_scenarios=["highway", "highway-dense", "cut-in", "hard-brake"],
+            ),
+        )
     raise ValueError(f"unknown scale {scale!r}; valid: tiny, paper")

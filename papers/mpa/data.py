@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
 from embody.sims.driving import Observation, fast_settings, get_scenario, make_driving_sim
 from embody.sims.driving.actors import Trajectory
 from embody.sims.driving.base import StepMetrics
@@ -88,7 +89,7 @@ def expert_rollouts(cfg: DataConfig, seeds: list[int]) -> tuple[np.ndarray, np.n
         states_a = np.array(states)
         for i in range(len(observations) - cfg.horizon):
             obs_all.append(policy_obs(observations[i]))
-            plans.append(relative_plan(states_a[i + 1:i + 1 + cfg.horizon], states_a[i]))
+            plans.append(relative_plan(states_a[i + 1 : i + 1 + cfg.horizon], states_a[i]))
         sim.close()
     return np.array(obs_all, dtype=np.float32), np.array(plans, dtype=np.float32)
 
@@ -127,8 +128,11 @@ def dagger_rollouts(cfg: DataConfig, policy, seeds: list[int]) -> tuple[np.ndarr
                 stats["collisions"] += int(r.metrics.collision)
                 break
         sim.close()
-    return np.array(obs_all, dtype=np.float32).reshape(len(obs_all), -1), \
-        np.array(plans, dtype=np.float32).reshape(len(plans), cfg.horizon, D), stats
+    return (
+        np.array(obs_all, dtype=np.float32).reshape(len(obs_all), -1),
+        np.array(plans, dtype=np.float32).reshape(len(plans), cfg.horizon, D),
+        stats,
+    )
 
 
 # ---------------------------------------------------------------- perturbations and returns
@@ -170,8 +174,9 @@ def branch_return(steps: list[StepMetrics], start_progress: float, cfg: DataConf
     return float(progress - cfg.collision_penalty * collided - cfg.off_road_penalty * off - cfg.ttc_penalty * ttc)
 
 
-def run_branch(sim, obs: Observation, plan: np.ndarray, base_policy, cfg: DataConfig,
-               follower: TrajectoryFollower) -> float:
+def run_branch(
+    sim, obs: Observation, plan: np.ndarray, base_policy, cfg: DataConfig, follower: TrajectoryFollower
+) -> float:
     """From the sim's current state (whose observation is ``obs``): follow ``plan`` for H steps,
     then ``base_policy`` for ``continue_steps``; returns the branch's return. Leaves the sim moved."""
     start = sim.metrics().progress_m
@@ -205,35 +210,53 @@ class CounterfactualData:
         if self.source is None:
             self.source = np.zeros(len(self.obs), dtype=np.int8)
 
-    def where(self, mask: np.ndarray) -> "CounterfactualData":
-        return CounterfactualData(self.obs[mask], self.base_plan[mask], self.plans[mask], self.returns[mask],
-                                  self.source[mask])
+    def where(self, mask: np.ndarray) -> CounterfactualData:
+        return CounterfactualData(
+            self.obs[mask], self.base_plan[mask], self.plans[mask], self.returns[mask], self.source[mask]
+        )
 
-    def subset(self, fraction: float) -> "CounterfactualData":
+    def subset(self, fraction: float) -> CounterfactualData:
         """The first ``fraction`` of the branch points of each source (the data-size sweep)."""
         keep = np.zeros(len(self.obs), dtype=bool)
         for s in np.unique(self.source):
             idx = np.flatnonzero(self.source == s)
-            keep[idx[:max(2, int(round(fraction * len(idx))))]] = True
+            keep[idx[: max(2, int(round(fraction * len(idx))))]] = True
         return self.where(keep)
 
-    def concat(self, other: "CounterfactualData") -> "CounterfactualData":
-        return CounterfactualData(*(np.concatenate([a, b]) for a, b in (
-            (self.obs, other.obs), (self.base_plan, other.base_plan), (self.plans, other.plans),
-            (self.returns, other.returns), (self.source, other.source))))
+    def concat(self, other: CounterfactualData) -> CounterfactualData:
+        return CounterfactualData(
+            *(
+                np.concatenate([a, b])
+                for a, b in (
+                    (self.obs, other.obs),
+                    (self.base_plan, other.base_plan),
+                    (self.plans, other.plans),
+                    (self.returns, other.returns),
+                    (self.source, other.source),
+                )
+            )
+        )
 
     def save(self, path) -> None:
-        np.savez_compressed(path, obs=self.obs, base_plan=self.base_plan, plans=self.plans, returns=self.returns,
-                            source=self.source)
+        np.savez_compressed(
+            path, obs=self.obs, base_plan=self.base_plan, plans=self.plans, returns=self.returns, source=self.source
+        )
 
     @classmethod
-    def load(cls, path) -> "CounterfactualData":
+    def load(cls, path) -> CounterfactualData:
         with np.load(path) as z:
             return cls(z["obs"], z["base_plan"], z["plans"], z["returns"], z["source"] if "source" in z else None)
 
 
-def branch_point(sim, obs: Observation, base_policy, cfg: DataConfig, rng: np.random.Generator,
-                 follower: TrajectoryFollower, propose=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def branch_point(
+    sim,
+    obs: Observation,
+    base_policy,
+    cfg: DataConfig,
+    rng: np.random.Generator,
+    follower: TrajectoryFollower,
+    propose=None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """All candidates from the sim's current state: (base plan (H, 4), plans (M, H, 4), returns (M,));
     the sim is restored to the state it had on entry. The M − 1 other candidates are perturbations of
     the base plan, or ``propose(obs (O,), base (H, 4), n) → (n, H, 4)``'s."""
@@ -255,8 +278,9 @@ def branch_point(sim, obs: Observation, base_policy, cfg: DataConfig, rng: np.ra
     return base, plans, returns
 
 
-def counterfactual_data(cfg: DataConfig, base_policy, seeds: list[int], progress=None,
-                        propose=None, driver=None) -> CounterfactualData:
+def counterfactual_data(
+    cfg: DataConfig, base_policy, seeds: list[int], progress=None, propose=None, driver=None
+) -> CounterfactualData:
     """Branch along closed-loop rollouts (module docstring). ``base_policy``: act(obs), plan(obs) →
     (H, 4), reset(): the base plan and the branches' continuation. ``driver`` (act, reset; default the
     base policy) drives the rollouts between branch points. ``progress``: an embody Progress counting
@@ -276,8 +300,9 @@ def counterfactual_data(cfg: DataConfig, base_policy, seeds: list[int], progress
                 rows.append((policy_obs(obs), *branch_point(sim, obs, base_policy, cfg, rng, follower, propose)))
                 explore = None
                 if rng.random() < cfg.explore:
-                    explore = plan_trajectory(rows[-1][2][rng.integers(1, cfg.candidates)], ego_state(obs), obs.t,
-                                              sim.dt)
+                    explore = plan_trajectory(
+                        rows[-1][2][rng.integers(1, cfg.candidates)], ego_state(obs), obs.t, sim.dt
+                    )
                 if progress is not None:
                     progress.update(len(rows), mean_return=float(np.mean([r[3].mean() for r in rows])))
             r = sim.step(driver.act(obs) if explore is None else follower.action(obs.ego, explore, obs.t))

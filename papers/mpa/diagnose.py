@@ -24,7 +24,7 @@ def q_pick(cf: CounterfactualData, cfg: MPAConfig, holdout: float = 0.2, seed: i
     from embody.policies.value import train_q
 
     test = np.zeros(len(cf.obs), dtype=bool)
-    test[np.random.default_rng(seed).permutation(len(cf.obs))[:max(1, int(holdout * len(cf.obs)))]] = True
+    test[np.random.default_rng(seed).permutation(len(cf.obs))[: max(1, int(holdout * len(cf.obs)))]] = True
     q = train_q(*q_targets(cf.where(~test)), replace(cfg.q, progress=False))
     t = cf.where(test)
     adv = t.returns - t.returns[:, :1]
@@ -32,10 +32,18 @@ def q_pick(cf: CounterfactualData, cfg: MPAConfig, holdout: float = 0.2, seed: i
     rows = np.arange(len(adv))
     pick = pred[:, 1:].argmax(1) + 1  # among the proposals (index 0 is the base plan)
     within = [np.corrcoef(p, a)[0, 1] for p, a in zip(pred, adv) if a.std() > 0 and p.std() > 0]
-    return {"heldout_points": int(len(adv)),
-            "advantage": {"q_pick": float(adv[rows, pick].mean()), "random": float(adv[:, 1:].mean()),
-                          "base": 0.0, "oracle": float(adv.max(1).mean())},
-            "collision": {"q_pick": float(np.mean(t.returns[rows, pick] < COLLIDED)),
-                          "random": float(np.mean(t.returns[:, 1:] < COLLIDED)),
-                          "base": float(np.mean(t.returns[:, 0] < COLLIDED))},
-            "within_point_correlation": float(np.mean(within)) if within else float("nan")}
+    return {
+        "heldout_points": int(len(adv)),
+        "advantage": {
+            "q_pick": float(adv[rows, pick].mean()),
+            "random": float(adv[:, 1:].mean()),
+            "base": 0.0,
+            "oracle": float(adv.max(1).mean()),
+        },
+        "collision": {
+            "q_pick": float(np.mean(t.returns[rows, pick] < COLLIDED)),
+            "random": float(np.mean(t.returns[:, 1:] < COLLIDED)),
+            "base": float(np.mean(t.returns[:, 0] < COLLIDED)),
+        },
+        "within_point_correlation": float(np.mean(within)) if within else float("nan"),
+    }

@@ -17,9 +17,9 @@ import time
 from dataclasses import replace
 
 import numpy as np
-from embody.sims.driving.base import StepMetrics, summarize
 
 from embody.progress import Progress
+from embody.sims.driving.base import StepMetrics, summarize
 from embody.stats import bootstrap_ci
 
 from .config import SETTINGS, MPAConfig
@@ -34,8 +34,9 @@ def driving_score(summary: dict, reference_m: float) -> float:
     return float(min(1.0, (summary.get("progress_m") or 0.0) / max(reference_m, 1e-9)))
 
 
-def run_agent_episode(kind: str, models: Models, cfg: MPAConfig, scenario: str, seed: int,
-                      k: int | None = None) -> dict:
+def run_agent_episode(
+    kind: str, models: Models, cfg: MPAConfig, scenario: str, seed: int, k: int | None = None
+) -> dict:
     """One closed-loop episode of agent ``kind`` on ``scenario`` with traffic seed ``seed``;
     summarize()'s dict plus ``score`` and ``reference_m``."""
     sim = make_sim(scenario)
@@ -65,16 +66,25 @@ def run_agent_episode(kind: str, models: Models, cfg: MPAConfig, scenario: str, 
 def summarize_episodes(episodes: list[dict], n_boot: int) -> dict:
     """score / collision / progress means with 95 % CIs over ``episodes``."""
     out: dict = {"episodes": len(episodes)}
-    for key, values in (("score", [e["score"] for e in episodes]),
-                        ("collision", [float(bool(e.get("collision"))) for e in episodes]),
-                        ("progress_m", [e.get("progress_m") or 0.0 for e in episodes])):
+    for key, values in (
+        ("score", [e["score"] for e in episodes]),
+        ("collision", [float(bool(e.get("collision"))) for e in episodes]),
+        ("progress_m", [e.get("progress_m") or 0.0 for e in episodes]),
+    ):
         out[key] = float(np.mean(values))
         out[f"{key}_ci"] = bootstrap_ci(values, n_boot)
     return out
 
 
-def evaluate_agents(models: Models, cfg: MPAConfig, scenarios: list[str], agents=AGENTS, k: int | None = None,
-                    progress: Progress | None = None, done: list | None = None) -> dict:
+def evaluate_agents(
+    models: Models,
+    cfg: MPAConfig,
+    scenarios: list[str],
+    agents=AGENTS,
+    k: int | None = None,
+    progress: Progress | None = None,
+    done: list | None = None,
+) -> dict:
     """{agent: {scenario: {"summary", "episodes"}}} over the fixed evaluation seeds."""
     e = cfg.eval
     seeds = [e.seed_base + cfg.seed * 10_000 + i for i in range(e.episodes)]
@@ -88,8 +98,7 @@ def evaluate_agents(models: Models, cfg: MPAConfig, scenarios: list[str], agents
                 done[0] += 1
                 if progress is not None:
                     progress.update(done[0], agent=agent, scenario=scenario, score=eps[-1]["score"])
-            results.setdefault(agent, {})[scenario] = {"summary": summarize_episodes(eps, e.bootstrap),
-                                                       "episodes": eps}
+            results.setdefault(agent, {})[scenario] = {"summary": summarize_episodes(eps, e.bootstrap), "episodes": eps}
     return results
 
 
@@ -121,25 +130,40 @@ def run_evaluation(models: Models, cf: CounterfactualData, cfg: MPAConfig, retra
             res = {s: main["base+adapter+Q"][s] for s in sweep}
         else:
             adapter, q = retrain(sub)
-            res = evaluate_agents(Models(models.bc, adapter, q), cfg, sweep, agents=("base+adapter+Q",),
-                                  progress=bar, done=done)["base+adapter+Q"]
-        size_rows.append(_sweep_row({"fraction": frac, "branch_points": int(np.sum(sub.source == 0)),
-                                     "proposal_points": int(np.sum(sub.source == 1)), "plans": int(sub.returns.size)},
-                                    res, e.bootstrap))
+            res = evaluate_agents(
+                Models(models.bc, adapter, q), cfg, sweep, agents=("base+adapter+Q",), progress=bar, done=done
+            )["base+adapter+Q"]
+        size_rows.append(
+            _sweep_row(
+                {
+                    "fraction": frac,
+                    "branch_points": int(np.sum(sub.source == 0)),
+                    "proposal_points": int(np.sum(sub.source == 1)),
+                    "plans": int(sub.returns.size),
+                },
+                res,
+                e.bootstrap,
+            )
+        )
     k_rows = []
     for k in e.k_values:
         if k == cfg.agent.candidates:  # the main run's K: reuse its episodes
             res = {s: main["base+adapter+Q"][s] for s in sweep}
         else:
-            res = evaluate_agents(models, cfg, sweep, agents=("base+adapter+Q",), k=k, progress=bar,
-                                  done=done)["base+adapter+Q"]
+            res = evaluate_agents(models, cfg, sweep, agents=("base+adapter+Q",), k=k, progress=bar, done=done)[
+                "base+adapter+Q"
+            ]
         k_rows.append(_sweep_row({"k": k}, res, e.bootstrap))
     bar.close()
-    return {"scenarios": {a: {s: v["summary"] for s, v in per.items()} for a, per in main.items()},
-            "settings": by_setting(main, e.bootstrap),
-            "episodes": {a: {s: v["episodes"] for s, v in per.items()} for a, per in main.items()},
-            "sweep_data_size": size_rows, "sweep_k": k_rows, "sweep_scenarios": sweep,
-            "time_s": round(time.perf_counter() - t0, 1)}
+    return {
+        "scenarios": {a: {s: v["summary"] for s, v in per.items()} for a, per in main.items()},
+        "settings": by_setting(main, e.bootstrap),
+        "episodes": {a: {s: v["episodes"] for s, v in per.items()} for a, per in main.items()},
+        "sweep_data_size": size_rows,
+        "sweep_k": k_rows,
+        "sweep_scenarios": sweep,
+        "time_s": round(time.perf_counter() - t0, 1),
+    }
 
 
 def _sweep_row(key: dict, per_scenario: dict, n_boot: int) -> dict:
@@ -155,10 +179,13 @@ def _outcome(episode: dict) -> dict:
 def pool_evaluations(evs: list[dict], n_boot: int) -> dict:
     """``run_evaluation`` results of several seeds as one: every table recomputed from the pooled episodes;
     a sweep row's data counts are the seeds' mean."""
-    episodes = {a: {s: [ep for ev in evs for ep in ev["episodes"][a][s]] for s in per}
-                for a, per in evs[0]["episodes"].items()}
-    main = {a: {s: {"summary": summarize_episodes(eps, n_boot), "episodes": eps} for s, eps in per.items()}
-            for a, per in episodes.items()}
+    episodes = {
+        a: {s: [ep for ev in evs for ep in ev["episodes"][a][s]] for s in per} for a, per in evs[0]["episodes"].items()
+    }
+    main = {
+        a: {s: {"summary": summarize_episodes(eps, n_boot), "episodes": eps} for s, eps in per.items()}
+        for a, per in episodes.items()
+    }
     sweeps = {}
     for name in ("sweep_data_size", "sweep_k"):
         sweeps[name] = []
@@ -166,10 +193,18 @@ def pool_evaluations(evs: list[dict], n_boot: int) -> dict:
             if any("runs" not in r for r in rows):
                 raise ValueError("these results predate pooling (sweep rows without their episodes); rerun them")
             runs = [ep for r in rows for ep in r["runs"]]
-            counts = {k: float(np.mean([r[k] for r in rows])) for k in ("branch_points", "proposal_points", "plans")
-                      if k in rows[0]}
+            counts = {
+                k: float(np.mean([r[k] for r in rows]))
+                for k in ("branch_points", "proposal_points", "plans")
+                if k in rows[0]
+            }
             key = {k: rows[0][k] for k in ("fraction", "k") if k in rows[0]}
             sweeps[name].append({**key, **counts, **summarize_episodes(runs, n_boot), "runs": runs})
-    return {"scenarios": {a: {s: v["summary"] for s, v in per.items()} for a, per in main.items()},
-            "settings": by_setting(main, n_boot), "episodes": episodes, **sweeps,
-            "sweep_scenarios": evs[0]["sweep_scenarios"], "time_s": round(sum(ev["time_s"] for ev in evs), 1)}
+    return {
+        "scenarios": {a: {s: v["summary"] for s, v in per.items()} for a, per in main.items()},
+        "settings": by_setting(main, n_boot),
+        "episodes": episodes,
+        **sweeps,
+        "sweep_scenarios": evs[0]["sweep_scenarios"],
+        "time_s": round(sum(ev["time_s"] for ev in evs), 1),
+    }

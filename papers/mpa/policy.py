@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+
 from embody.policies.diffusion import DiffusionModel, sample_plans
 from embody.policies.trajectory import TrajectoryMLP
 from embody.policies.value import QModel
@@ -64,8 +65,9 @@ class MPAAgent:
     def candidates(self, o: np.ndarray, base: np.ndarray) -> np.ndarray:
         """o (O,), base (H, 4) → K adapter proposals (K, H, 4)."""
         c = self.cfg
-        return sample_plans(self.models.adapter, o[None], base[None], c.candidates, c.ddim_steps, c.eta,
-                            self.generator)[0]
+        return sample_plans(
+            self.models.adapter, o[None], base[None], c.candidates, c.ddim_steps, c.eta, self.generator
+        )[0]
 
     def plan(self, obs: Observation) -> np.ndarray:
         """The plan (H, 4) this agent drives now (relative to the ego, data.py's frame)."""

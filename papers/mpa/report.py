@@ -18,49 +18,81 @@ def write_report(result: dict, out: Path) -> Path:
     out = Path(out)
     ev, tr, cfg = result["eval"], result["train"], result["config"]
     seeds = f"seeds {', '.join(map(str, cfg['seeds']))} pooled" if "seeds" in cfg else f"seed {cfg['seed']}"
-    lines = [f"# MPA on highway-env — scale `{cfg['scale']}`, {seeds}", "",
-             f"Command: `{result['command']}` — total {result['time_s']:.0f} s "
-             f"(training {tr.get('time_s', 0):.0f} s, evaluation {ev['time_s']:.0f} s).", "",
-             "Driving score per episode = 1[no collision] · 1[never off road] · min(1, progress / "
-             "(cruise target speed × allotted time)); means with 95 % percentile-bootstrap intervals over "
-             f"{cfg['eval']['episodes'] * len(cfg.get('seeds', [0]))} fixed-seed episodes per scenario. Fast "
-             "simulator settings (≤12 vehicles, 5 Hz integration, no traffic–traffic collisions).", "",
-             "## Closed loop, by setting", "",
-             "| setting | agent | driving score | collision rate | progress [m] |", "|---|---|---|---|---|"]
+    lines = [
+        f"# MPA on highway-env — scale `{cfg['scale']}`, {seeds}",
+        "",
+        f"Command: `{result['command']}` — total {result['time_s']:.0f} s "
+        f"(training {tr.get('time_s', 0):.0f} s, evaluation {ev['time_s']:.0f} s).",
+        "",
+        "Driving score per episode = 1[no collision] · 1[never off road] · min(1, progress / "
+        "(cruise target speed × allotted time)); means with 95 % percentile-bootstrap intervals over "
+        f"{cfg['eval']['episodes'] * len(cfg.get('seeds', [0]))} fixed-seed episodes per scenario. Fast "
+        "simulator settings (≤12 vehicles, 5 Hz integration, no traffic–traffic collisions).",
+        "",
+        "## Closed loop, by setting",
+        "",
+        "| setting | agent | driving score | collision rate | progress [m] |",
+        "|---|---|---|---|---|",
+    ]
     for setting, scenarios in SETTINGS.items():
         for agent in AGENTS:
             s = ev["settings"].get(agent, {}).get(setting)
             if s:
-                lines.append(f"| {setting} ({', '.join(scenarios)}) | {agent} | {_ci(s, 'score')} | "
-                             f"{_ci(s, 'collision')} | {_ci(s, 'progress_m', '.0f')} |")
-    lines += ["", "## By scenario", "", "| scenario | agent | score | collision | progress [m] | episodes |",
-              "|---|---|---|---|---|---|"]
+                lines.append(
+                    f"| {setting} ({', '.join(scenarios)}) | {agent} | {_ci(s, 'score')} | "
+                    f"{_ci(s, 'collision')} | {_ci(s, 'progress_m', '.0f')} |"
+                )
+    lines += [
+        "",
+        "## By scenario",
+        "",
+        "| scenario | agent | score | collision | progress [m] | episodes |",
+        "|---|---|---|---|---|---|",
+    ]
     for agent, per in ev["scenarios"].items():
         for scenario, s in per.items():
-            lines.append(f"| {scenario} | {agent} | {s['score']:.2f} | {s['collision']:.2f} | "
-                         f"{s['progress_m']:.0f} | {s['episodes']} |")
-    lines += ["", f"## Sweeps (base+adapter+Q on {', '.join(ev['sweep_scenarios'])})", "",
-              "![score vs data](score_vs_data.png) ![score vs K](score_vs_k.png)", "",
-              "| counterfactual branch points | on adapter proposals | plans | score | collision |",
-              "|---|---|---|---|---|"]
-    lines += [f"| {r['branch_points']:g} | {r.get('proposal_points', 0):g} | {r['plans']:g} | {_ci(r, 'score')} | "
-              f"{r['collision']:.2f} |" for r in ev["sweep_data_size"]]
+            lines.append(
+                f"| {scenario} | {agent} | {s['score']:.2f} | {s['collision']:.2f} | "
+                f"{s['progress_m']:.0f} | {s['episodes']} |"
+            )
+    lines += [
+        "",
+        f"## Sweeps (base+adapter+Q on {', '.join(ev['sweep_scenarios'])})",
+        "",
+        "![score vs data](score_vs_data.png) ![score vs K](score_vs_k.png)",
+        "",
+        "| counterfactual branch points | on adapter proposals | plans | score | collision |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['branch_points']:g} | {r.get('proposal_points', 0):g} | {r['plans']:g} | {_ci(r, 'score')} | "
+        f"{r['collision']:.2f} |"
+        for r in ev["sweep_data_size"]
+    ]
     lines += ["", "| K | score | collision |", "|---|---|---|"]
     lines += [f"| {r['k']} | {_ci(r, 'score')} | {r['collision']:.2f} |" for r in ev["sweep_k"]]
     cf, prop = tr.get("counterfactual", {}), tr.get("proposals")
-    dagger = "; ".join(f"round {i + 1}: collided in {r['collisions']}/{r['episodes']}, +{r['labels']} labels"
-                       for i, r in enumerate(tr.get("dagger", [])))
-    lines += ["", "## Training" + (f" (seed {cfg['seed']}; each seed's in seed<S>/report.md)" if "seeds" in cfg else ""),
-              "",
-              f"- expert samples: {tr['expert']['samples']}; DAgger ({dagger or 'none'}); "
-              f"base BC val R² {tr['bc']['val_r2']:.3f}",
-              f"- counterfactual: {cf.get('branch_points')} branch points, {cf.get('plans')} plans, mean return "
-              f"{cf.get('mean_return', 0):.1f}, base plan best at {cf.get('base_is_best_fraction', 0):.0%} of points",
-              *[f"- on the adapter's proposals (Q data), round {i + 1} driven by {r['driver']}: {r['branch_points']} "
-                f"branch points, mean return {r['mean_return']:.1f}, base plan best at {r['base_is_best_fraction']:.0%}"
-                for i, r in enumerate(prop or [])],
-              f"- adapter (diffusion on residuals) val loss {tr['adapter']['val_loss']:.3f}; "
-              f"Q (advantage over the base plan) val RMSE {tr['q']['val_rmse']:.1f}, Spearman {tr['q']['val_spearman']:.3f}", ""]
+    dagger = "; ".join(
+        f"round {i + 1}: collided in {r['collisions']}/{r['episodes']}, +{r['labels']} labels"
+        for i, r in enumerate(tr.get("dagger", []))
+    )
+    lines += [
+        "",
+        "## Training" + (f" (seed {cfg['seed']}; each seed's in seed<S>/report.md)" if "seeds" in cfg else ""),
+        "",
+        f"- expert samples: {tr['expert']['samples']}; DAgger ({dagger or 'none'}); "
+        f"base BC val R² {tr['bc']['val_r2']:.3f}",
+        f"- counterfactual: {cf.get('branch_points')} branch points, {cf.get('plans')} plans, mean return "
+        f"{cf.get('mean_return', 0):.1f}, base plan best at {cf.get('base_is_best_fraction', 0):.0%} of points",
+        *[
+            f"- on the adapter's proposals (Q data), round {i + 1} driven by {r['driver']}: {r['branch_points']} "
+            f"branch points, mean return {r['mean_return']:.1f}, base plan best at {r['base_is_best_fraction']:.0%}"
+            for i, r in enumerate(prop or [])
+        ],
+        f"- adapter (diffusion on residuals) val loss {tr['adapter']['val_loss']:.3f}; "
+        f"Q (advantage over the base plan) val RMSE {tr['q']['val_rmse']:.1f}, Spearman {tr['q']['val_spearman']:.3f}",
+        "",
+    ]
     path = out / "report.md"
     path.write_text("\n".join(lines))
     _plots(ev, out)
@@ -73,9 +105,10 @@ def _plots(ev: dict, out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    for name, rows, key, xlabel in (("score_vs_data.png", ev["sweep_data_size"], "branch_points",
-                                     "counterfactual branch points"),
-                                    ("score_vs_k.png", ev["sweep_k"], "k", "K (adapter candidates)")):
+    for name, rows, key, xlabel in (
+        ("score_vs_data.png", ev["sweep_data_size"], "branch_points", "counterfactual branch points"),
+        ("score_vs_k.png", ev["sweep_k"], "k", "K (adapter candidates)"),
+    ):
         x = [r[key] for r in rows]
         y = [r["score"] for r in rows]
         lo = [r["score"] - r["score_ci"][0] for r in rows]

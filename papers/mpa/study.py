@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
-from typing import Callable
 
 from embody.config import apply_overrides
 from embody.files import write_atomic
@@ -41,34 +41,54 @@ def evaluate_seed(cfg: MPAConfig, out: Path, models: Path | None, command: str, 
     trained, cf = load_models(source)
     ev = run_evaluation(trained, cf, cfg, lambda sub: train_adapter_q(sub, cfg))
     train_info = json.loads((source / "models" / "train.json").read_text())
-    result = {"command": command, "config": asdict(cfg), "train": train_info, "eval": ev,
-              "time_s": round(time.perf_counter() - t0, 1)}
+    result = {
+        "command": command,
+        "config": asdict(cfg),
+        "train": train_info,
+        "eval": ev,
+        "time_s": round(time.perf_counter() - t0, 1),
+    }
     write_atomic(out / "results.json", json.dumps(result, indent=2, default=float))
     log(f"mpa: {write_report(result, out)} ({result['time_s']:.0f} s)")
     return result
 
 
-def _seed_job(scale: str, overrides: list[str], out: str, models: str | None, command: str, workers: int,
-              params: dict) -> dict:
+def _seed_job(
+    scale: str, overrides: list[str], out: str, models: str | None, command: str, workers: int, params: dict
+) -> dict:
     """A job: one seed's pipeline in OUT/seed<S>/ (module level: spawned workers import it)."""
     if workers > 1:  # processes share the cores (torch's sums then differ from a one-process run in low digits)
         import torch
 
         torch.set_num_threads(1)
     seed = params["seed"]
-    result = evaluate_seed(make_config(scale, seed, overrides), Path(out) / f"seed{seed}",
-                           Path(models) if models else None, f"{command} (seed {seed})", lambda s: None)
+    result = evaluate_seed(
+        make_config(scale, seed, overrides),
+        Path(out) / f"seed{seed}",
+        Path(models) if models else None,
+        f"{command} (seed {seed})",
+        lambda s: None,
+    )
     return json.loads(json.dumps(result, default=float))
 
 
-def run_seeds(scale: str, overrides: list[str], seeds: list[int], out: Path, models: Path | None, workers: int,
-              command: str, log: Callable[[str], None]) -> dict:
+def run_seeds(
+    scale: str,
+    overrides: list[str],
+    seeds: list[int],
+    out: Path,
+    models: Path | None,
+    workers: int,
+    command: str,
+    log: Callable[[str], None],
+) -> dict:
     fingerprint = {"scale": scale, "set": sorted(overrides), "models": str(models) if models else None}
     store = JobStore(out, fingerprint)
     jobs = [Job(f"seed{s}", {"seed": s}) for s in seeds]
     job = partial(_seed_job, scale, overrides, str(out), str(models) if models else None, command, workers)
-    results = run_jobs(job, jobs, store, workers=workers, label="mpa seeds", log=log,
-                       metrics=lambda r: {"time_s": r["time_s"]})
+    results = run_jobs(
+        job, jobs, store, workers=workers, label="mpa seeds", log=log, metrics=lambda r: {"time_s": r["time_s"]}
+    )
     return write_pooled([results[j.name] for j in jobs], out, command, log)
 
 
@@ -84,9 +104,13 @@ def write_pooled(results: list[dict], out: Path, command: str, log: Callable[[st
     from .report import write_report
 
     seeds = [r["config"]["seed"] for r in results]
-    pooled = {"command": command, "config": {**results[0]["config"], "seeds": seeds}, "train": results[0]["train"],
-              "eval": pool_evaluations([r["eval"] for r in results], results[0]["config"]["eval"]["bootstrap"]),
-              "time_s": round(sum(r["time_s"] for r in results), 1)}
+    pooled = {
+        "command": command,
+        "config": {**results[0]["config"], "seeds": seeds},
+        "train": results[0]["train"],
+        "eval": pool_evaluations([r["eval"] for r in results], results[0]["config"]["eval"]["bootstrap"]),
+        "time_s": round(sum(r["time_s"] for r in results), 1),
+    }
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "results.json", json.dumps(pooled, indent=2, default=float))
     log(f"mpa: {write_report(pooled, out)} (seeds {seeds}; {pooled['time_s']:.0f} s of seed runs)")

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
 from embody.policies.diffusion import load_diffusion, plan_condition, sample_plans, save_diffusion, train_diffusion
 from embody.policies.trajectory import TrajectoryMLP, load_trajectory_bc, save_model, train_trajectory_bc
 from embody.policies.value import load_q, save_q, train_q
-
 from embody.progress import Progress
 
 from .config import MPAConfig
@@ -64,8 +64,9 @@ def adapter_proposer(adapter, cfg: MPAConfig, seed: int):
     return lambda o, base, n: sample_plans(adapter, o[None], base[None], n, a.ddim_steps, a.eta, gen)[0]
 
 
-def branch(cfg: MPAConfig, base: MPAAgent, seeds: list[int], label: str, propose=None,
-           driver=None) -> CounterfactualData:
+def branch(
+    cfg: MPAConfig, base: MPAAgent, seeds: list[int], label: str, propose=None, driver=None
+) -> CounterfactualData:
     d = cfg.data
     bar = Progress(len(seeds) * (d.branch_max_steps // d.branch_every + 1), label=label, unit="points")
     cf = counterfactual_data(d, base, seeds, bar, propose, driver)
@@ -87,10 +88,15 @@ def proposal_rounds(cfg: MPAConfig, cf: CounterfactualData, bc, adapter, info: d
         driver = None if r == 0 else MPAAgent("base+adapter+Q", Models(bc, adapter, q), cfg.agent, dt, seed=r)
         seeds = [cfg.seed * 10_000 + 7_000 + 100 * r + i for i in range(d.proposal_episodes)]
         more = branch(cfg, base, seeds, f"proposal branches, round {r + 1}", adapter_proposer(adapter, cfg, r), driver)
-        info["proposals"].append({"driver": "base" if driver is None else "base+adapter+Q",
-                                  "branch_points": len(more.obs), "mean_return": float(more.returns.mean()),
-                                  "base_is_best_fraction": float(np.mean(more.returns.argmax(1) == 0)),
-                                  "time_s": round(time.perf_counter() - t0, 1)})
+        info["proposals"].append(
+            {
+                "driver": "base" if driver is None else "base+adapter+Q",
+                "branch_points": len(more.obs),
+                "mean_return": float(more.returns.mean()),
+                "base_is_best_fraction": float(np.mean(more.returns.argmax(1) == 0)),
+                "time_s": round(time.perf_counter() - t0, 1),
+            }
+        )
         log(f"mpa: proposal round {r + 1}: {len(more.obs)} branch points ({info['proposals'][-1]['time_s']} s)")
         cf = cf.concat(more)
         if r + 1 < d.proposal_rounds:  # the next round's driver
@@ -115,10 +121,19 @@ def train_base(cfg: MPAConfig, models_dir: Path, log=print) -> tuple[TrajectoryM
         more_obs, more_plans, stats = dagger_rollouts(d, MPAAgent("base", Models(bc), cfg.agent, dt), seeds)
         obs, plans = np.concatenate([obs, more_obs]), np.concatenate([plans, more_plans])
         bc = train_trajectory_bc(obs, plans, cfg.bc)
-        info["dagger"].append({**stats, "labels": len(more_obs), "samples": len(obs), "val_r2": bc.summary["val_r2"],
-                               "time_s": round(time.perf_counter() - t1, 1)})
-        log(f"mpa: DAgger round {it + 1}: the policy collided in {stats['collisions']}/{stats['episodes']} episodes; "
-            f"+{len(more_obs)} expert labels → {len(obs)} samples")
+        info["dagger"].append(
+            {
+                **stats,
+                "labels": len(more_obs),
+                "samples": len(obs),
+                "val_r2": bc.summary["val_r2"],
+                "time_s": round(time.perf_counter() - t1, 1),
+            }
+        )
+        log(
+            f"mpa: DAgger round {it + 1}: the policy collided in {stats['collisions']}/{stats['episodes']} episodes; "
+            f"+{len(more_obs)} expert labels → {len(obs)} samples"
+        )
     np.savez_compressed(models_dir / "bc_data.npz", obs=obs, plans=plans)
     return bc, info
 
@@ -138,10 +153,13 @@ def train_all(cfg: MPAConfig, out: Path, log=print) -> Models:
     base = MPAAgent("base", Models(bc), cfg.agent, make_sim(d.scenario).dt)
     seeds = [cfg.seed * 10_000 + 5_000 + i for i in range(d.branch_episodes)]
     cf = branch(cfg, base, seeds, "counterfactual branches")
-    info["counterfactual"] = {"branch_points": len(cf.obs), "plans": int(cf.returns.size),
-                              "mean_return": float(cf.returns.mean()),
-                              "base_is_best_fraction": float(np.mean(cf.returns.argmax(1) == 0)),
-                              "time_s": round(time.perf_counter() - t1, 1)}
+    info["counterfactual"] = {
+        "branch_points": len(cf.obs),
+        "plans": int(cf.returns.size),
+        "mean_return": float(cf.returns.mean()),
+        "base_is_best_fraction": float(np.mean(cf.returns.argmax(1) == 0)),
+        "time_s": round(time.perf_counter() - t1, 1),
+    }
     log(f"mpa: {len(cf.obs)} branch points × {cf.plans.shape[1]} plans ({info['counterfactual']['time_s']} s)")
     adapter = train_adapter(cf, cfg)
     cf, q = proposal_rounds(cfg, cf, bc, adapter, info, log)
@@ -157,11 +175,15 @@ def train_all(cfg: MPAConfig, out: Path, log=print) -> Models:
 
 def has_models(directory: Path) -> bool:
     m = Path(directory) / "models"
-    return all((m / name / "checkpoint.json").exists() for name in ("bc", "adapter", "q")) and \
-        (m / "counterfactual.npz").exists()
+    return (
+        all((m / name / "checkpoint.json").exists() for name in ("bc", "adapter", "q"))
+        and (m / "counterfactual.npz").exists()
+    )
 
 
 def load_models(directory: Path) -> tuple[Models, CounterfactualData]:
     m = Path(directory) / "models"
-    return (Models(load_trajectory_bc(m / "bc"), load_diffusion(m / "adapter"), load_q(m / "q")),
-            CounterfactualData.load(m / "counterfactual.npz"))
+    return (
+        Models(load_trajectory_bc(m / "bc"), load_diffusion(m / "adapter"), load_q(m / "q")),
+        CounterfactualData.load(m / "counterfactual.npz"),
+    )

@@ -14,7 +14,9 @@ from embody.commands import add_set, any_int, fraction, nonneg_int, positive_int
 def eval_arguments(q: argparse.ArgumentParser) -> None:
     q.add_argument("--scale", default="tiny", choices=("tiny", "paper"))
     q.add_argument("--out", default="runs/plan-eval")
-    q.add_argument("--backend", choices=("scene", "symbolic"), help="demonstrations: MuJoCo skills (default) or symbolic")
+    q.add_argument(
+        "--backend", choices=("scene", "symbolic"), help="demonstrations: MuJoCo skills (default) or symbolic"
+    )
     q.add_argument("--tasks", type=positive_int, help="held-out tasks (default: 21 tiny, 42 paper)")
     q.add_argument("--execute", type=nonneg_int, help="meta-domain plans to execute in the scene")
     q.add_argument("--seed", type=any_int)
@@ -29,8 +31,16 @@ def run_eval(args) -> int:
 
     from .study import StudyConfig, run_study
 
-    cfg = StudyConfig.for_scale(args.scale, backend=args.backend, tasks=args.tasks, embedder=args.embedder,
-                                execute=args.execute, seed=args.seed, noise=args.noise, min_support=args.min_support)
+    cfg = StudyConfig.for_scale(
+        args.scale,
+        backend=args.backend,
+        tasks=args.tasks,
+        embedder=args.embedder,
+        execute=args.execute,
+        seed=args.seed,
+        noise=args.noise,
+        min_support=args.min_support,
+    )
     apply_overrides(cfg, texts=args.set)
     result = run_study(cfg, args.out)
     print(json.dumps(result["summary"], indent=1))

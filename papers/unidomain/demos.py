@@ -15,8 +15,8 @@ skill it ran).
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from embody.assets import asset_path
 from embody.planners.learn import Step, Trace
@@ -28,13 +28,29 @@ REFERENCE = asset_path("planning/tabletop.pddl")
 # Annotator vocabularies: reference name -> the name this annotator uses (types and predicates).
 VOCABS: dict[str, dict[str, str]] = {
     "ref": {},
-    "grasp": {"block": "cube", "holding": "grasped", "ontable": "on-table", "clear": "clear-top",
-              "handempty": "hand-empty", "on": "stacked-on"},
+    "grasp": {
+        "block": "cube",
+        "holding": "grasped",
+        "ontable": "on-table",
+        "clear": "clear-top",
+        "handempty": "hand-empty",
+        "on": "stacked-on",
+    },
     "reach": {"reachable": "within-reach", "handempty": "gripper-empty", "holding": "in-hand"},
-    "store": {"drawer-open": "is-open", "drawer-closed": "is-closed", "in-drawer": "stored-in",
-              "handempty": "empty-hand", "holding": "holds"},
-    "peg": {"holding-peg": "peg-held", "peg-on-table": "peg-upright", "hole-free": "hole-empty",
-            "inserted": "inserted-into", "handempty": "hand-free"},
+    "store": {
+        "drawer-open": "is-open",
+        "drawer-closed": "is-closed",
+        "in-drawer": "stored-in",
+        "handempty": "empty-hand",
+        "holding": "holds",
+    },
+    "peg": {
+        "holding-peg": "peg-held",
+        "peg-on-table": "peg-upright",
+        "hole-free": "hole-empty",
+        "inserted": "inserted-into",
+        "handempty": "hand-free",
+    },
 }
 
 Demo = tuple[dict[str, str], frozenset[Atom], list[tuple[str, ...]]]  # objects, init, actions
@@ -45,14 +61,25 @@ def A(*s: str) -> Atom:
 
 
 def _table(blocks, far=()) -> set[Atom]:
-    return {A("handempty")} | {A(p, b) for b in blocks for p in ("ontable", "clear")} | \
-        {A("reachable", b) for b in blocks if b not in far}
+    return (
+        {A("handempty")}
+        | {A(p, b) for b in blocks for p in ("ontable", "clear")}
+        | {A("reachable", b) for b in blocks if b not in far}
+    )
 
 
 def _stack_demo(rng: random.Random, i: int) -> Demo:
     a, b, c = rng.sample(["b1", "b2", "b3"], 3)
-    acts = [("pick-up", a), ("stack", a, b), ("pick-up", c), ("stack", c, a), ("unstack", c, a), ("put-down", c),
-            ("unstack", a, b), ("put-down", a)]
+    acts = [
+        ("pick-up", a),
+        ("stack", a, b),
+        ("pick-up", c),
+        ("stack", c, a),
+        ("unstack", c, a),
+        ("put-down", c),
+        ("unstack", a, b),
+        ("put-down", a),
+    ]
     return {x: "block" for x in (a, b, c)}, frozenset(_table((a, b, c))), acts
 
 
@@ -78,7 +105,7 @@ def _store_demo(rng: random.Random, i: int) -> Demo:
 def _fetch_demo(rng: random.Random, i: int) -> Demo:
     a, b = rng.sample(["b1", "b2"], 2)
     objs = {a: "block", b: "block", "d1": "drawer"}
-    init = (_table((b,)) | {A("drawer-closed", "d1"), A("in-drawer", a, "d1"), A("reachable", a)})
+    init = _table((b,)) | {A("drawer-closed", "d1"), A("in-drawer", a, "d1"), A("reachable", a)}
     # Take the block out onto the table, or (every other demonstration) look at it and put it back.
     end = [("put-down", a)] if i % 2 == 0 else [("put-in-drawer", a, "d1")]
     acts = [("open-drawer", "d1"), ("take-from-drawer", a, "d1"), *end, ("close-drawer", "d1")]
@@ -105,8 +132,12 @@ FAMILIES = (
     Family("build-tower", "grasp", "pick up cubes and build a tower", _tower_demo),
     Family("push-reach", "reach", "push a far block within reach, then pick it up and put it down", _push_demo),
     Family("drawer-store", "store", "open the drawer, put a block inside and close it", _store_demo),
-    Family("drawer-fetch", "ref", "open the drawer, take a block out (onto the table, or back in) and close it",
-           _fetch_demo),
+    Family(
+        "drawer-fetch",
+        "ref",
+        "open the drawer, take a block out (onto the table, or back in) and close it",
+        _fetch_demo,
+    ),
     Family("peg-insert", "peg", "pick up the peg and insert it into a hole", _peg_demo),
 )
 

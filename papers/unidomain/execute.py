@@ -26,9 +26,14 @@ def execute_tasks(rows: list[dict], library: Library, out: Path, seed: int = 0) 
     for row in rows:
         for drop in (False, True):
             runs.append(_run(tasks[row["task"]], library, ref, videos, drop))
-    return {"runs": len(runs), "reached": sum(r["goal_reached"] for r in runs),
-            "drops": sum(r["dropped"] is not None for r in runs),
-            "replans": sum(r["replans"] for r in runs), "videos": str(videos), "per_task": runs}
+    return {
+        "runs": len(runs),
+        "reached": sum(r["goal_reached"] for r in runs),
+        "drops": sum(r["dropped"] is not None for r in runs),
+        "replans": sum(r["replans"] for r in runs),
+        "videos": str(videos),
+        "per_task": runs,
+    }
 
 
 def _run(task, library: Library, ref, videos: Path, drop: bool) -> dict:
@@ -50,5 +55,11 @@ def _run(task, library: Library, ref, videos: Path, drop: bool) -> dict:
     video = videos / f"{task.name}{'-drop' if drop else ''}.mp4"
     report = execute_plan(scene, ref, p, plan(scene.facts()), replan=plan, video=video, on_step=on_step)
     scene.close()
-    return {"task": task.name, "dropped": dropped[0] if dropped else None, "goal_reached": report.goal_reached,
-            "replans": report.replans, "steps": len(report.steps), "message": report.message}
+    return {
+        "task": task.name,
+        "dropped": dropped[0] if dropped else None,
+        "goal_reached": report.goal_reached,
+        "replans": report.replans,
+        "steps": len(report.steps),
+        "message": report.message,
+    }

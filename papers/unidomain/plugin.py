@@ -4,6 +4,10 @@
 def register(api) -> None:
     from .cli import eval_arguments, run_eval
 
-    api.command("plan eval", "the UniDomain study: learn from demonstrations, plan held-out tasks, report",
-                eval_arguments, run_eval)
+    api.command(
+        "plan eval",
+        "the UniDomain study: learn from demonstrations, plan held-out tasks, report",
+        eval_arguments,
+        run_eval,
+    )
     api.study("unidomain", "embody.papers.unidomain.study:StudyConfig", "embody plan eval --scale tiny")

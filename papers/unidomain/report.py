@@ -6,8 +6,12 @@ from pathlib import Path
 
 from .study import SWEEP_THRESHOLDS, VARIANTS
 
-LABELS = {"meta": "retrieved meta-domain", "single": "single most similar atomic", "union": "naive union",
-          "unified": "unified (all atomics fused)"}
+LABELS = {
+    "meta": "retrieved meta-domain",
+    "single": "single most similar atomic",
+    "union": "naive union",
+    "unified": "unified (all atomics fused)",
+}
 
 
 def _fmt(x, spec=".2f") -> str:
@@ -34,11 +38,17 @@ def write_report(result: dict, out: Path) -> Path:
         f"{result['unified']['merges']} merges.",
     ]
     for kind, q in result["unification"].items():
-        lines.append(f"- Unification of {kind} vs the annotators' true vocabularies: precision {q['precision']:.2f}, "
-                     f"recall {q['recall']:.2f} ({q['false_merges']} false merges, {q['missed_merges']} missed).")
-    lines += ["", "Predicate unification (precision / recall) by embedder, operator-alignment bonus and threshold:", "",
-              "| embedder | alignment bonus | " + " | ".join(f"≥ {t:g}" for t in SWEEP_THRESHOLDS) + " |",
-              "|---|---|" + "---|" * len(SWEEP_THRESHOLDS)]
+        lines.append(
+            f"- Unification of {kind} vs the annotators' true vocabularies: precision {q['precision']:.2f}, "
+            f"recall {q['recall']:.2f} ({q['false_merges']} false merges, {q['missed_merges']} missed)."
+        )
+    lines += [
+        "",
+        "Predicate unification (precision / recall) by embedder, operator-alignment bonus and threshold:",
+        "",
+        "| embedder | alignment bonus | " + " | ".join(f"≥ {t:g}" for t in SWEEP_THRESHOLDS) + " |",
+        "|---|---|" + "---|" * len(SWEEP_THRESHOLDS),
+    ]
     for (emb, bonus), cells in _sweep_table(result["unification_sweep"]).items():
         lines.append(f"| {emb} | {bonus:g} | " + " | ".join(cells) + " |")
     n = len(result["tasks"])
@@ -51,27 +61,45 @@ def write_report(result: dict, out: Path) -> Path:
     ]
     for v in VARIANTS:
         r = s[v]
-        lines.append(f"| {LABELS[v]} | {r['solved']}/{r['tasks']} ({100 * r['success']:.0f}%) | {r['optimal_plans']} | "
-                     f"{_fmt(r['length_ratio'])} | {r['mean_time_s']:.2f} |")
-    lines += ["", "Times include name resolution; the meta-domain's also includes retrieval and fusion.", "",
-              "## Per task", "", "| task | families | optimal | " + " | ".join(VARIANTS) + " |",
-              "|---|---|---|" + "---|" * len(VARIANTS)]
+        lines.append(
+            f"| {LABELS[v]} | {r['solved']}/{r['tasks']} ({100 * r['success']:.0f}%) | {r['optimal_plans']} | "
+            f"{_fmt(r['length_ratio'])} | {r['mean_time_s']:.2f} |"
+        )
+    lines += [
+        "",
+        "Times include name resolution; the meta-domain's also includes retrieval and fusion.",
+        "",
+        "## Per task",
+        "",
+        "| task | families | optimal | " + " | ".join(VARIANTS) + " |",
+        "|---|---|---|" + "---|" * len(VARIANTS),
+    ]
     for r in result["tasks"]:
         cells = [f"{r[v]['length']}" if r[v]["ok"] else f"✗ {r[v]['why'][:40]}" for v in VARIANTS]
         lines.append(f"| {r['task']} | {len(r['families_needed'])} | {r['optimal']} | " + " | ".join(cells) + " |")
-    lines += ["", "## Library size (distractor atomics renamed to pseudo-words; the first tasks above)", "",
-              "| atomics | unified operators | library build (s) | meta: solved, s/task | unified: solved, s/task |",
-              "|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Library size (distractor atomics renamed to pseudo-words; the first tasks above)",
+        "",
+        "| atomics | unified operators | library build (s) | meta: solved, s/task | unified: solved, s/task |",
+        "|---|---|---|---|---|",
+    ]
     for r in result["scaling"]:
         m, u = r["meta"], r["unified"]
-        lines.append(f"| {r['atomics']} | {r['operators']} | {r['build_s']:.1f} | {m['solved']}/{m['tasks']}, "
-                     f"{m['mean_time_s']:.2f} | {u['solved']}/{u['tasks']}, {u['mean_time_s']:.2f} |")
+        lines.append(
+            f"| {r['atomics']} | {r['operators']} | {r['build_s']:.1f} | {m['solved']}/{m['tasks']}, "
+            f"{m['mean_time_s']:.2f} | {u['solved']}/{u['tasks']}, {u['mean_time_s']:.2f} |"
+        )
     if "execution" in result:
         e = result["execution"]
-        lines += ["", "## Execution in the physical scene", "",
-                  f"{e['reached']}/{e['runs']} goals reached ({e['runs'] // 2} tasks, each as planned and with the "
-                  f"first picked block dropped: {e['drops']} drops injected), {e['replans']} re-plans; "
-                  f"videos in `{e['videos']}`."]
+        lines += [
+            "",
+            "## Execution in the physical scene",
+            "",
+            f"{e['reached']}/{e['runs']} goals reached ({e['runs'] // 2} tasks, each as planned and with the "
+            f"first picked block dropped: {e['drops']} drops injected), {e['replans']} re-plans; "
+            f"videos in `{e['videos']}`.",
+        ]
     lines += ["", "![success](success.png)", "![time](time.png)", ""]
     path = out / "report.md"
     path.write_text("\n".join(lines))

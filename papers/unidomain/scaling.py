@@ -40,10 +40,15 @@ def distractor(domain: Domain, name: str, rng: random.Random, used: set[str]) ->
     def params(ps):
         return tuple((v, names.get(t, t)) for v, t in ps)
 
-    return Domain(name, tuple(names[t] for t in domain.types),
-                  tuple(Predicate(names[p.name], params(p.params)) for p in domain.predicates),
-                  tuple(Operator(names[o.name], params(o.params), atoms(o.preconditions), atoms(o.add), atoms(o.delete))
-                        for o in domain.operators))
+    return Domain(
+        name,
+        tuple(names[t] for t in domain.types),
+        tuple(Predicate(names[p.name], params(p.params)) for p in domain.predicates),
+        tuple(
+            Operator(names[o.name], params(o.params), atoms(o.preconditions), atoms(o.add), atoms(o.delete))
+            for o in domain.operators
+        ),
+    )
 
 
 def padded_library(library: Library, n: int, seed: int = 0) -> Library:
@@ -55,15 +60,20 @@ def padded_library(library: Library, n: int, seed: int = 0) -> Library:
     return Library.build(real + extra, descs, cfg=library.cfg)
 
 
-def scaling(library: Library, tasks: list, sizes: tuple[int, ...], planner: str, timeout_s: float,
-            ref: Domain) -> list[dict]:
+def scaling(
+    library: Library, tasks: list, sizes: tuple[int, ...], planner: str, timeout_s: float, ref: Domain
+) -> list[dict]:
     """Per library size: build time, unified operators, mean meta / unified planning time and success."""
     rows = []
     for n in sizes:
         t0 = time.perf_counter()
         lib = padded_library(library, n)
-        row = {"distractors": n, "atomics": len(lib.atomics), "operators": len(lib.fusion.domain.operators),
-               "build_s": time.perf_counter() - t0}
+        row = {
+            "distractors": n,
+            "atomics": len(lib.atomics),
+            "operators": len(lib.fusion.domain.operators),
+            "build_s": time.perf_counter() - t0,
+        }
         for variant in ("meta", "unified"):
             ok, times = 0, []
             for task in tasks:

@@ -55,8 +55,11 @@ class StudyConfig:
     def for_scale(cls, scale: str, **kw) -> StudyConfig:
         if scale not in ("tiny", "paper"):
             raise ValueError(f"unknown scale {scale!r}; valid: tiny, paper")
-        base = dict(demos_per_family=2, tasks=21) if scale == "tiny" else \
-            dict(demos_per_family=5, tasks=42, execute=6, distractors=(0, 30, 300), scaling_tasks=5)
+        base = (
+            dict(demos_per_family=2, tasks=21)
+            if scale == "tiny"
+            else dict(demos_per_family=5, tasks=42, execute=6, distractors=(0, 30, 300), scaling_tasks=5)
+        )
         base.update({k: v for k, v in kw.items() if v is not None})
         return cls(scale=scale, **base)
 
@@ -84,8 +87,9 @@ def learn_library(cfg: StudyConfig, out: Path) -> tuple[Library, dict]:
         descs[fam.name] = fam.description
         issues[fam.name] = [str(i) for i in found]
         traces_all[fam.name] = traces
-    library = Library.build(domains, descs, {f.name: f"traces/{f.name}.json" for f in FAMILIES}, issues,
-                            FusionConfig(embedder=cfg.embedder))
+    library = Library.build(
+        domains, descs, {f.name: f"traces/{f.name}.json" for f in FAMILIES}, issues, FusionConfig(embedder=cfg.embedder)
+    )
     library.save(out / "library")
     return library, {"traces": traces_all, "failures": failures}
 
@@ -104,8 +108,12 @@ def unification_quality(domains: dict[str, Domain], fusion: Fusion) -> dict:
             tp += r1 == r2 and u1 == u2
             fp += r1 != r2 and u1 == u2
             fn += r1 == r2 and u1 != u2
-        out[kind] = {"precision": tp / (tp + fp) if tp + fp else 1.0, "recall": tp / (tp + fn) if tp + fn else 1.0,
-                     "false_merges": fp, "missed_merges": fn}
+        out[kind] = {
+            "precision": tp / (tp + fp) if tp + fp else 1.0,
+            "recall": tp / (tp + fn) if tp + fn else 1.0,
+            "false_merges": fp,
+            "missed_merges": fn,
+        }
     return out
 
 
@@ -158,24 +166,34 @@ def _attempt(plan_fn, ref: Domain, ref_problem: Problem) -> dict:
         return {"ok": False, "why": f"{type(e).__name__}: {str(e)[:160]}", "time_s": time.perf_counter() - t0}
     elapsed = time.perf_counter() - t0
     why = validate(ref, ref_problem, steps)
-    return {"ok": why is None, "why": why or "", "length": len(steps), "time_s": elapsed,
-            "plan": [str(x) for x in steps], **extra}
+    return {
+        "ok": why is None,
+        "why": why or "",
+        "length": len(steps),
+        "time_s": elapsed,
+        "plan": [str(x) for x in steps],
+        **extra,
+    }
 
 
 def _in_domain(domain: Domain, problem: Problem, renames, skill, cfg: StudyConfig):
     """A planning function for ``_attempt``: ``problem`` resolved into ``domain``, actions mapped by ``skill``."""
+
     def plan_fn():
         resolved, _ = resolve_problem(problem, domain, renames, cfg.embedder)
         plan = solve(domain, resolved, cfg.planner, cfg.timeout_s)
         return tuple(Atom(skill(x.predicate), x.args) for x in plan.steps), {}
+
     return plan_fn
 
 
 def _meta(library: Library, task, cfg: StudyConfig):
     """A planning function for the retrieved meta-domain (retrieval and fusion count in its time)."""
+
     def plan_fn():
         tp = library.plan_task(task.problem, task.instruction, cfg.planner, cfg.timeout_s)
         return tp.skills, {"retrieved": tp.retrieval.selected}
+
     return plan_fn
 
 
@@ -188,14 +206,21 @@ def evaluate_tasks(library: Library, cfg: StudyConfig) -> list[dict]:
     for k, task in enumerate(tasks):
         p = task.problem
         opt = solve(ref, p, "fast-downward-opt", cfg.timeout_s)
-        row = {"task": task.name, "template": task.template, "instruction": task.instruction,
-               "optimal": len(opt), "optimal_plan": [str(s) for s in opt.steps]}
+        row = {
+            "task": task.name,
+            "template": task.template,
+            "instruction": task.instruction,
+            "optimal": len(opt),
+            "optimal_plan": [str(s) for s in opt.steps],
+        }
         row["families_needed"] = min_families({s.predicate for s in opt.steps}, library)
         best = library.rank_by_instruction(task.instruction)[0]
-        attempts = {"meta": _meta(library, task, cfg),
-                    "single": _in_domain(library.domains[best], p, None, str, cfg),
-                    "union": _in_domain(union.domain, p, None, union.original, cfg),
-                    "unified": _in_domain(unified.domain, p, library.renames, unified.original, cfg)}
+        attempts = {
+            "meta": _meta(library, task, cfg),
+            "single": _in_domain(library.domains[best], p, None, str, cfg),
+            "union": _in_domain(union.domain, p, None, union.original, cfg),
+            "unified": _in_domain(unified.domain, p, library.renames, unified.original, cfg),
+        }
         row.update({v: _attempt(fn, ref, p) for v, fn in attempts.items()})
         row["single"]["atomic"] = best
         rows.append(row)
@@ -218,10 +243,14 @@ def summarize(rows: list[dict]) -> dict:
     out = {}
     for v in VARIANTS:
         ok = [r for r in rows if r[v]["ok"]]
-        out[v] = {"success": len(ok) / len(rows) if rows else 0.0, "solved": len(ok), "tasks": len(rows),
-                  "length_ratio": (sum(r[v]["length"] / r["optimal"] for r in ok) / len(ok)) if ok else None,
-                  "optimal_plans": sum(r[v]["length"] == r["optimal"] for r in ok),
-                  "mean_time_s": sum(r[v].get("time_s", 0.0) for r in rows) / len(rows) if rows else 0.0}
+        out[v] = {
+            "success": len(ok) / len(rows) if rows else 0.0,
+            "solved": len(ok),
+            "tasks": len(rows),
+            "length_ratio": (sum(r[v]["length"] / r["optimal"] for r in ok) / len(ok)) if ok else None,
+            "optimal_plans": sum(r[v]["length"] == r["optimal"] for r in ok),
+            "mean_time_s": sum(r[v].get("time_s", 0.0) for r in rows) / len(rows) if rows else 0.0,
+        }
     return out
 
 
@@ -233,12 +262,21 @@ def run_study(cfg: StudyConfig, out: str | Path) -> dict:
     t_learn = time.perf_counter() - t0
     result = {
         "config": asdict(cfg),
-        "learning": {"families": len(FAMILIES), "demos": sum(len(t) for t in learned["traces"].values()),
-                     "skill_failures": learned["failures"], "time_s": t_learn,
-                     "atomics": {n: {"operators": len(d.operators), "predicates": len(d.predicates),
-                                     "issues": len(library.atomics[i].issues)}
-                                 for i, (n, d) in enumerate(library.domains.items())},
-                     "demos_resolved": resolve_demos(library, learned["traces"], cfg)},
+        "learning": {
+            "families": len(FAMILIES),
+            "demos": sum(len(t) for t in learned["traces"].values()),
+            "skill_failures": learned["failures"],
+            "time_s": t_learn,
+            "atomics": {
+                n: {
+                    "operators": len(d.operators),
+                    "predicates": len(d.predicates),
+                    "issues": len(library.atomics[i].issues),
+                }
+                for i, (n, d) in enumerate(library.domains.items())
+            },
+            "demos_resolved": resolve_demos(library, learned["traces"], cfg),
+        },
         "unified": library.fusion.summary(),
         "unification": unification_quality(library.domains, library.fusion),
         "unification_sweep": unification_sweep(library),
@@ -250,12 +288,18 @@ def run_study(cfg: StudyConfig, out: str | Path) -> dict:
     result["three_plus_families"] = sum(len(r["families_needed"]) >= 3 for r in rows)
     from .scaling import scaling
 
-    result["scaling"] = scaling(library, held_out_tasks(cfg.scaling_tasks, cfg.seed), cfg.distractors, cfg.planner,
-                                cfg.timeout_s, read_domain(REFERENCE))
+    result["scaling"] = scaling(
+        library,
+        held_out_tasks(cfg.scaling_tasks, cfg.seed),
+        cfg.distractors,
+        cfg.planner,
+        cfg.timeout_s,
+        read_domain(REFERENCE),
+    )
     if cfg.execute:
         from .execute import execute_tasks
 
-        result["execution"] = execute_tasks(rows[:cfg.execute], library, out)
+        result["execution"] = execute_tasks(rows[: cfg.execute], library, out)
     (out / "results.json").write_text(json.dumps(result, indent=1))
     from .report import write_report
 

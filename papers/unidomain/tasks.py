@@ -48,8 +48,12 @@ def _drawer_to_tower(r: random.Random):
     a, b, c = r.sample(["b1", "b2", "b3"], 3)
     init = _table((b, c)) | {A("drawer-closed", "d1"), A("in-drawer", a, "d1"), A("reachable", a)}
     goal = {A("on", a, b), A("on", b, c)}
-    return f"take {a} out of the drawer and build a tower {a} on {b} on {c}", _objects((a, b, c), drawer=True), \
-        init, goal
+    return (
+        f"take {a} out of the drawer and build a tower {a} on {b} on {c}",
+        _objects((a, b, c), drawer=True),
+        init,
+        goal,
+    )
 
 
 def _far_on_block(r: random.Random):
@@ -63,14 +67,19 @@ def _peg_and_store(r: random.Random):
     h = r.choice(["h1", "h2"])
     init = _table(("b1", "b2")) | {A("drawer-closed", "d1")} | _peg_init()
     goal = {A("inserted", "p1", h), A("in-drawer", a, "d1")}
-    return f"insert the peg into {h} and put {a} in the drawer", _objects(("b1", "b2"), drawer=True, peg=True), \
-        init, goal
+    return (
+        f"insert the peg into {h} and put {a} in the drawer",
+        _objects(("b1", "b2"), drawer=True, peg=True),
+        init,
+        goal,
+    )
 
 
 def _tower_to_drawer(r: random.Random):
     a, b, c = r.sample(["b1", "b2", "b3"], 3)
-    init = {A("handempty"), A("ontable", c), A("on", b, c), A("on", a, b), A("clear", a),
-            A("drawer-closed", "d1")} | {A("reachable", x) for x in (a, b, c)}
+    init = {A("handempty"), A("ontable", c), A("on", b, c), A("on", a, b), A("clear", a), A("drawer-closed", "d1")} | {
+        A("reachable", x) for x in (a, b, c)
+    }
     goal = {A("in-drawer", c, "d1")}
     return f"put {c}, the bottom block of the tower, in the drawer", _objects((a, b, c), drawer=True), init, goal
 
@@ -87,8 +96,12 @@ def _swap_drawer(r: random.Random):
     a, b = r.sample(["b1", "b2"], 2)
     init = _table((b,), far=(b,)) | {A("drawer-closed", "d1"), A("in-drawer", a, "d1"), A("reachable", a)}
     goal = {A("in-drawer", b, "d1"), A("ontable", a), A("drawer-closed", "d1")}
-    return f"swap: take {a} out of the drawer onto the table, put the far block {b} in and close the drawer", \
-        _objects((a, b), drawer=True), init, goal
+    return (
+        f"swap: take {a} out of the drawer onto the table, put the far block {b} in and close the drawer",
+        _objects((a, b), drawer=True),
+        init,
+        goal,
+    )
 
 
 def _far_drawer_tower(r: random.Random):
@@ -103,8 +116,12 @@ def _drawer_peg_tower(r: random.Random):
     h = r.choice(["h1", "h2"])
     init = _table((b,)) | {A("drawer-closed", "d1"), A("in-drawer", a, "d1"), A("reachable", a)} | _peg_init()
     goal = {A("on", a, b), A("inserted", "p1", h)}
-    return f"take {a} from the drawer, stack it on {b} and insert the peg into {h}", \
-        _objects((a, b), drawer=True, peg=True), init, goal
+    return (
+        f"take {a} from the drawer, stack it on {b} and insert the peg into {h}",
+        _objects((a, b), drawer=True, peg=True),
+        init,
+        goal,
+    )
 
 
 def _far_store_peg(r: random.Random):
@@ -112,8 +129,12 @@ def _far_store_peg(r: random.Random):
     h = r.choice(["h1", "h2"])
     init = _table((a, b), far=(a,)) | {A("drawer-closed", "d1")} | _peg_init()
     goal = {A("in-drawer", a, "d1"), A("drawer-closed", "d1"), A("inserted", "p1", h)}
-    return f"put the far block {a} in the drawer, close it and insert the peg into {h}", \
-        _objects((a, b), drawer=True, peg=True), init, goal
+    return (
+        f"put the far block {a} in the drawer, close it and insert the peg into {h}",
+        _objects((a, b), drawer=True, peg=True),
+        init,
+        goal,
+    )
 
 
 TEMPLATES = {

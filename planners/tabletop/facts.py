@@ -33,9 +33,18 @@ from .world import World
 
 # The reference domain's predicates: name → argument types (checked against the PDDL by the tests).
 PREDICATES: dict[str, tuple[str, ...]] = {
-    "handempty": (), "holding": ("block",), "ontable": ("block",), "on": ("block", "block"),
-    "clear": ("block",), "reachable": ("block",), "drawer-open": ("drawer",), "drawer-closed": ("drawer",),
-    "in-drawer": ("block", "drawer"), "holding-peg": ("peg",), "peg-on-table": ("peg",), "hole-free": ("hole",),
+    "handempty": (),
+    "holding": ("block",),
+    "ontable": ("block",),
+    "on": ("block", "block"),
+    "clear": ("block",),
+    "reachable": ("block",),
+    "drawer-open": ("drawer",),
+    "drawer-closed": ("drawer",),
+    "in-drawer": ("block", "drawer"),
+    "holding-peg": ("peg",),
+    "peg-on-table": ("peg",),
+    "hole-free": ("hole",),
     "inserted": ("peg", "hole"),
 }
 ON_TOL, ON_XY, REST_TOL = 0.01, 0.03, 0.008  # m
@@ -125,8 +134,7 @@ def observe(w: World) -> frozenset[Atom]:
             facts.add(Atom("holding-peg", (p,)))
         elif peg_standing(w, p):
             facts.add(Atom("peg-on-table", (p,)))
-        facts |= {Atom("inserted", (p, h)) for h in w.holes
-                  if p != held and peg_in_hole(w, p, h, L.HOLE_DEPTH / 2)}
+        facts |= {Atom("inserted", (p, h)) for h in w.holes if p != held and peg_in_hole(w, p, h, L.HOLE_DEPTH / 2)}
     for h in w.holes:
         if not any(peg_in_hole(w, p, h, 0.005) for p in w.pegs):
             facts.add(Atom("hole-free", (h,)))

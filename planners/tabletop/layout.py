@@ -107,8 +107,9 @@ def _num(*xs: float) -> str:
 
 
 def _geom(parent, name, size, pos, cls="scene", kind="box", **attrs):
-    return ET.SubElement(parent, "geom", {"name": name, "class": cls, "type": kind, "size": _num(*size),
-                                          "pos": _num(*pos), **attrs})
+    return ET.SubElement(
+        parent, "geom", {"name": name, "class": cls, "type": kind, "size": _num(*size), "pos": _num(*pos), **attrs}
+    )
 
 
 def _box_between(parent, name, lo, hi, **attrs):
@@ -124,9 +125,23 @@ def _gripper(root) -> None:
     for side in ("left_finger", "right_finger"):  # each finger's local +y points away from the other
         finger = hand.find(f"body[@name='{side}']")
         finger.set("pos", _num(0, 0, 0.0584))  # pads touch at q = 0
-        finger.insert(1, ET.Element("joint", {"name": side, "type": "slide", "axis": "0 1 0",
-                                              "range": _num(0, FINGER_OPEN), "damping": "2", "armature": "0.1"}))
-    ET.SubElement(hand, "site", {"name": "grip", "pos": _num(0, 0, GRIP_Z), "size": "0.005", "group": "4"})  # unrendered
+        finger.insert(
+            1,
+            ET.Element(
+                "joint",
+                {
+                    "name": side,
+                    "type": "slide",
+                    "axis": "0 1 0",
+                    "range": _num(0, FINGER_OPEN),
+                    "damping": "2",
+                    "armature": "0.1",
+                },
+            ),
+        )
+    ET.SubElement(
+        hand, "site", {"name": "grip", "pos": _num(0, 0, GRIP_Z), "size": "0.005", "group": "4"}
+    )  # unrendered
     for body in root.iter("body"):  # gravity compensation, as the Franka controller does
         if body.get("name") != C.BASE_BODY:
             body.set("gravcomp", "1")
@@ -137,11 +152,22 @@ def _drawer(world) -> None:
     _box_between(cab, "cabinet_top", (0, -0.14, CABINET_TOP - 0.01), (0.19, 0.14, CABINET_TOP), material="wood")
     _box_between(cab, "cabinet_back", (0.18, -0.14, 0), (0.19, 0.14, CABINET_TOP - 0.01), material="wood")
     for s in (-1, 1):
-        _box_between(cab, f"cabinet_side{s + 1}", (0, s * 0.13, 0), (0.18, s * 0.14, CABINET_TOP - 0.01),
-                     material="wood")
+        _box_between(
+            cab, f"cabinet_side{s + 1}", (0, s * 0.13, 0), (0.18, s * 0.14, CABINET_TOP - 0.01), material="wood"
+        )
     d = ET.SubElement(world, "body", {"name": "drawer", "pos": _num(*DRAWER_POS, 0)})
-    ET.SubElement(d, "joint", {"name": "drawer", "type": "slide", "axis": "-1 0 0", "range": _num(0, DRAWER_TRAVEL),
-                               "damping": "20", "frictionloss": "1"})
+    ET.SubElement(
+        d,
+        "joint",
+        {
+            "name": "drawer",
+            "type": "slide",
+            "axis": "-1 0 0",
+            "range": _num(0, DRAWER_TRAVEL),
+            "damping": "20",
+            "frictionloss": "1",
+        },
+    )
     x0, x1, y0, y1 = DRAWER_IN
     t = 0.01
     _box_between(d, "drawer_floor", (0, y0 - t, 0.001), (x1 + t, y1 + t, DRAWER_FLOOR), material="drawer")
@@ -165,12 +191,14 @@ def _board(world, n_holes: int) -> None:
     ys = [p[1] - BOARD_POS[1] for p in hole_positions(n_holes)]
     edges = [-hy] + [e for y in ys for e in (y - h, y + h)] + [hy]
     for i in range(0, len(edges), 2):  # the strips between the holes
-        _box_between(board, f"board_mid{i // 2}", (-h, edges[i], bottom), (h, edges[i + 1], BOARD_HEIGHT),
-                     material="board")
+        _box_between(
+            board, f"board_mid{i // 2}", (-h, edges[i], bottom), (h, edges[i + 1], BOARD_HEIGHT), material="board"
+        )
 
 
-def scene_xml(blocks: list[str], pegs: list[str], drawer: bool, n_holes: int,
-              framebuffer: tuple[int, int] = (640, 480)) -> str:
+def scene_xml(
+    blocks: list[str], pegs: list[str], drawer: bool, n_holes: int, framebuffer: tuple[int, int] = (640, 480)
+) -> str:
     """MJCF text: the arm with a gripper on a table, plus the named blocks and pegs (bodies
     ``obj_<name>``, each with a free joint and an inactive weld ``grasp_<name>`` to the hand),
     the drawer in its cabinet if ``drawer``, and a board with ``n_holes`` holes if any.
@@ -179,10 +207,15 @@ def scene_xml(blocks: list[str], pegs: list[str], drawer: bool, n_holes: int,
     root.set("model", "tabletop")
     _gripper(root)
     ET.SubElement(root.find("default"), "default", {"class": "object"}).append(
-        ET.Element("geom", {"contype": "3", "conaffinity": "3", "friction": "0.8 0.01 0.001"}))
+        ET.Element("geom", {"contype": "3", "conaffinity": "3", "friction": "0.8 0.01 0.001"})
+    )
     asset = root.find("asset")
-    for name, rgba in (("table", "0.72 0.62 0.5 1"), ("wood", "0.55 0.38 0.25 1"), ("drawer", "0.75 0.55 0.35 1"),
-                       ("metal", "0.6 0.6 0.65 1")):
+    for name, rgba in (
+        ("table", "0.72 0.62 0.5 1"),
+        ("wood", "0.55 0.38 0.25 1"),
+        ("drawer", "0.75 0.55 0.35 1"),
+        ("metal", "0.6 0.6 0.65 1"),
+    ):
         ET.SubElement(asset, "material", {"name": name, "rgba": rgba})
     vis = root.find("visual")
     ET.SubElement(vis, "quality", {"shadowsize": "0", "offsamples": "0"})  # fast offscreen rendering
@@ -198,25 +231,59 @@ def scene_xml(blocks: list[str], pegs: list[str], drawer: bool, n_holes: int,
     for i, name in enumerate(blocks):
         body = ET.SubElement(world, "body", {"name": f"obj_{name}", "pos": _num(0, 1.5 + i, 0.5)})
         ET.SubElement(body, "freejoint", {"name": f"obj_{name}"})
-        _geom(body, f"obj_{name}", (BLOCK / 2,) * 3, (0, 0, 0), cls="object", density=str(BLOCK_DENSITY),
-              rgba=_num(*COLORS[i % len(COLORS)], 1))
+        _geom(
+            body,
+            f"obj_{name}",
+            (BLOCK / 2,) * 3,
+            (0, 0, 0),
+            cls="object",
+            density=str(BLOCK_DENSITY),
+            rgba=_num(*COLORS[i % len(COLORS)], 1),
+        )
     for i, name in enumerate(pegs):
         body = ET.SubElement(world, "body", {"name": f"obj_{name}", "pos": _num(0, -1.5 - i, 0.5)})
         ET.SubElement(body, "freejoint", {"name": f"obj_{name}"})
-        _geom(body, f"obj_{name}", (PEG_RADIUS, PEG_LENGTH / 2), (0, 0, 0), cls="object", kind="cylinder",
-              density=str(PEG_DENSITY), material="peg")
+        _geom(
+            body,
+            f"obj_{name}",
+            (PEG_RADIUS, PEG_LENGTH / 2),
+            (0, 0, 0),
+            cls="object",
+            kind="cylinder",
+            density=str(PEG_DENSITY),
+            material="peg",
+        )
 
     act = ET.SubElement(root, "actuator")
     for name, lo, hi, kp, kd, tau in zip(C.JOINT_NAMES, C.Q_LOWER, C.Q_UPPER, C.KP, C.KD, C.TORQUE_LIMIT):
-        ET.SubElement(act, "position", {"name": name, "joint": name, "kp": str(kp), "kv": str(kd),
-                                        "ctrlrange": _num(lo, hi), "forcerange": _num(-tau, tau)})
+        ET.SubElement(
+            act,
+            "position",
+            {
+                "name": name,
+                "joint": name,
+                "kp": str(kp),
+                "kv": str(kd),
+                "ctrlrange": _num(lo, hi),
+                "forcerange": _num(-tau, tau),
+            },
+        )
     for side in ("left_finger", "right_finger"):
-        ET.SubElement(act, "position", {"name": side, "joint": side, "kp": "1000", "kv": "20",
-                                        "ctrlrange": _num(0, FINGER_OPEN), "forcerange": "-20 20"})
+        ET.SubElement(
+            act,
+            "position",
+            {
+                "name": side,
+                "joint": side,
+                "kp": "1000",
+                "kv": "20",
+                "ctrlrange": _num(0, FINGER_OPEN),
+                "forcerange": "-20 20",
+            },
+        )
     eq = ET.SubElement(root, "equality")
     for name in blocks + pegs:
-        ET.SubElement(eq, "weld", {"name": f"grasp_{name}", "body1": "hand", "body2": f"obj_{name}",
-                                   "active": "false"})
+        ET.SubElement(eq, "weld", {"name": f"grasp_{name}", "body1": "hand", "body2": f"obj_{name}", "active": "false"})
     root.remove(root.find("keyframe"))  # its qpos no longer matches the model's joints
     ET.indent(root)
     return ET.tostring(root, encoding="unicode") + "\n"

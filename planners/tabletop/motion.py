@@ -38,10 +38,20 @@ KV_KP = np.array(C.KD) / np.array(C.KP)  # velocity feed-forward for the positio
 def arm_model() -> ArmModel:
     """Kinematics of the arm with the gripper (the scene without objects), grip site as end effector."""
     path = write_cached(cache_dir("tabletop"), L.scene_xml([], [], False, 0), stem="arm")
-    joints = tuple(Joint(*row) for row in zip(C.JOINT_NAMES, C.Q_LOWER, C.Q_UPPER, C.VELOCITY_LIMIT,
-                                              C.TORQUE_LIMIT, C.KP, C.KD, C.DEFAULT_POSE))
-    spec = RobotSpec("tabletop_arm", joints, path, floating_base=False,
-                     sensors=Sensors(ee_site="grip", ft_site=C.FT_SITE), base_body=C.BASE_BODY)
+    joints = tuple(
+        Joint(*row)
+        for row in zip(
+            C.JOINT_NAMES, C.Q_LOWER, C.Q_UPPER, C.VELOCITY_LIMIT, C.TORQUE_LIMIT, C.KP, C.KD, C.DEFAULT_POSE
+        )
+    )
+    spec = RobotSpec(
+        "tabletop_arm",
+        joints,
+        path,
+        floating_base=False,
+        sensors=Sensors(ee_site="grip", ft_site=C.FT_SITE),
+        base_body=C.BASE_BODY,
+    )
     return ArmModel(spec)
 
 
@@ -126,8 +136,10 @@ class Arm:
         """Up to the transit height, across (arcing around the base), then down to ``pos``."""
         pos = np.asarray(pos, float)
         if np.linalg.norm(self.pos[:2] - pos[:2]) > 0.005:
-            for error in (self.move((*self.pos[:2], z_safe), speed=speed),
-                          self.move((*pos[:2], z_safe), yaw, speed=speed, polar=True)):
+            for error in (
+                self.move((*self.pos[:2], z_safe), speed=speed),
+                self.move((*pos[:2], z_safe), yaw, speed=speed, polar=True),
+            ):
                 if error:
                     return error
         return self.move(pos, yaw, speed=speed * 0.6)

@@ -32,12 +32,14 @@ HOME_AT = (0.38, 0.05, Z_SAFE + 0.05)  # grip point with an empty hand
 
 def check_objects(objects: dict[str, str]) -> None:
     """Raise SceneError naming every unsupported type, malformed name, and type with more objects than fit."""
-    problems = [f"{n}: type {t!r} is not supported (block, drawer, peg, hole)"
-                for n, t in objects.items() if t not in LIMITS]
+    problems = [
+        f"{n}: type {t!r} is not supported (block, drawer, peg, hole)" for n, t in objects.items() if t not in LIMITS
+    ]
     problems += [f"{n!r} is not a PDDL object name" for n in objects if not re.fullmatch(r"[A-Za-z][\w-]*", n)]
     counts = Counter(objects.values())
-    problems += [f"{counts[t]} objects of type {t}, the scene holds at most {n}"
-                 for t, n in LIMITS.items() if counts[t] > n]
+    problems += [
+        f"{counts[t]} objects of type {t}, the scene holds at most {n}" for t, n in LIMITS.items() if counts[t] > n
+    ]
     if problems:
         raise SceneError("unsupported objects: " + "; ".join(problems))
 
@@ -53,8 +55,11 @@ def check_init(objects: dict[str, str], init: frozenset[Atom]) -> None:
         elif len(sig) != len(a.args):
             problems.append(f"{a}: {a.predicate} takes {len(sig)} arguments")
         else:
-            problems += [f"{a}: {x} is {'a ' + objects[x] if x in objects else 'not an object'}, expected a {t}"
-                         for x, t in zip(a.args, sig) if objects.get(x) != t]
+            problems += [
+                f"{a}: {x} is {'a ' + objects[x] if x in objects else 'not an object'}, expected a {t}"
+                for x, t in zip(a.args, sig)
+                if objects.get(x) != t
+            ]
     if problems:
         raise SceneError("cannot set up this init: " + "; ".join(problems))
     problems = _place_problems(objects, init)
@@ -71,16 +76,22 @@ def _place_problems(objects: dict[str, str], init: frozenset[Atom]) -> list[str]
     below = {b1: b2 for b1, b2 in args("on")}
     above = Counter(b2 for _, b2 in args("on"))
     for b in blocks:
-        places = [str(a) for a in init if a.args[:1] == (b,) and a.predicate in ("holding", "ontable", "on", "in-drawer")]
+        places = [
+            str(a) for a in init if a.args[:1] == (b,) and a.predicate in ("holding", "ontable", "on", "in-drawer")
+        ]
         if len(places) != 1:
-            problems.append(f"block {b} needs exactly one place (holding/ontable/on/in-drawer), has "
-                            + (", ".join(sorted(places)) or "none"))
+            problems.append(
+                f"block {b} needs exactly one place (holding/ontable/on/in-drawer), has "
+                + (", ".join(sorted(places)) or "none")
+            )
         if above[b] > 1:
             problems.append(f"{above[b]} blocks are on {b}")
         wants_clear = not has("holding", b) and not any(x == b for x, _ in args("in-drawer")) and not above[b]
         if has("clear", b) != wants_clear:
-            problems.append(f"(clear {b}) must be {'true' if wants_clear else 'false'}: clear means not held, "
-                            "not in the drawer and nothing on it")
+            problems.append(
+                f"(clear {b}) must be {'true' if wants_clear else 'false'}: clear means not held, "
+                "not in the drawer and nothing on it"
+            )
         if not has("reachable", b) and not has("ontable", b):
             problems.append(f"{b} is not reachable, but only a block on the table can be out of reach")
     for b in blocks:  # every tower must stand on the table
@@ -95,10 +106,14 @@ def _place_problems(objects: dict[str, str], init: frozenset[Atom]) -> list[str]
             if x != b and not has("ontable", x):
                 problems.append(f"{b} stands on a tower whose bottom block {x} is not on the table")
     for p in pegs:
-        places = [str(a) for a in init if a.args[:1] == (p,) and a.predicate in ("holding-peg", "peg-on-table", "inserted")]
+        places = [
+            str(a) for a in init if a.args[:1] == (p,) and a.predicate in ("holding-peg", "peg-on-table", "inserted")
+        ]
         if len(places) != 1:
-            problems.append(f"peg {p} needs exactly one place (holding-peg/peg-on-table/inserted), has "
-                            + (", ".join(sorted(places)) or "none"))
+            problems.append(
+                f"peg {p} needs exactly one place (holding-peg/peg-on-table/inserted), has "
+                + (", ".join(sorted(places)) or "none")
+            )
     for h in holes:
         n = sum(1 for _, x in args("inserted") if x == h)
         if n > 1:

@@ -59,8 +59,10 @@ class TabletopScene:
         del self._frames[n:]  # the objects settling in is not part of any skill
         observed = self.facts()
         if observed != init:
-            raise SceneError(f"could not realize this init physically: missing {_fmt(init - observed)}, "
-                             f"extra {_fmt(observed - init)}")
+            raise SceneError(
+                f"could not realize this init physically: missing {_fmt(init - observed)}, "
+                f"extra {_fmt(observed - init)}"
+            )
         self._world.capture()
 
     def objects(self) -> dict[str, str]:
@@ -142,8 +144,14 @@ class TabletopScene:
             slot = free_table_slot(w, b)
         else:
             lanes = [(np.array(L.table_slots()[f"far{i}"]), a) for i, a in enumerate(L.LANES)]
-            slot = next(((p, a) for p, a in lanes if all(np.linalg.norm(w.pos(o)[:2] - p[:2]) > 0.1
-                                                           for o in w.blocks + w.pegs if o != b)), None)
+            slot = next(
+                (
+                    (p, a)
+                    for p, a in lanes
+                    if all(np.linalg.norm(w.pos(o)[:2] - p[:2]) > 0.1 for o in w.blocks + w.pegs if o != b)
+                ),
+                None,
+            )
         if slot is None:
             raise SceneError(f"no free place to move {b} to")
         w.set_pose(b, slot[0], slot[1])

@@ -14,8 +14,8 @@ and drag it along its ray toward the base into the reach zone.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -79,8 +79,11 @@ def palm_gap(w: World, grip, yaw: float, skip: tuple[str, ...]) -> float:
             continue
         dx, dy = p[0] - grip[0], p[1] - grip[1]
         across, along = abs(dx * c + dy * s), abs(dx * s - dy * c)  # hand x axis (c, s), closing axis (s, -c)
-        gap = min(gap, math.hypot(max(across - PALM_HALF[0], 0), max(along - PALM_HALF[1], 0))
-                  - (L.BLOCK / math.sqrt(2) if block else L.PEG_RADIUS))
+        gap = min(
+            gap,
+            math.hypot(max(across - PALM_HALF[0], 0), max(along - PALM_HALF[1], 0))
+            - (L.BLOCK / math.sqrt(2) if block else L.PEG_RADIUS),
+        )
     return gap
 
 
@@ -148,8 +151,11 @@ def free_table_slot(w: World, skip: str) -> tuple[np.ndarray, float] | None:
     far = [bearing(w.pos(b)) for b in w.blocks if b != skip and not F.reachable(w, b)]
     slots = L.table_slots()
     names = [f"near{i}" for i, a in enumerate(L.LANES) if all(abs(a - f) > 0.1 for f in far)]
-    free = [np.array(slots[n]) for n in names + [f"spare{j}" for j in range(len(L.SPARE_ANGLES))]
-            if not _others_near(w, np.array(slots[n]), skip)]
+    free = [
+        np.array(slots[n])
+        for n in names + [f"spare{j}" for j in range(len(L.SPARE_ANGLES))]
+        if not _others_near(w, np.array(slots[n]), skip)
+    ]
     clear = [p for p in free if any(palm_gap(w, p, bearing(p) + k * math.pi / 2, (skip,)) > PALM_GAP for k in (0, 1))]
     return next(((p, bearing(p)) for p in clear + free), None)
 
@@ -229,10 +235,12 @@ def push(w: World, arm: Arm, b: str) -> SkillResult:
         return _fail(f"the way in for {b} is blocked by {', '.join(sorted(blocking))}")
     behind = L.BLOCK / 2 + 0.01 + 0.008  # block half, finger half-thickness, gap
     arm.fingers(0.012, 0.2)  # the two fingertips then meet the block's back face near its edges
-    error = (arm.goto(L.polar(r0 + behind, a, 0.015), a)
-             or arm.move(L.polar(L.NEAR_RADIUS + behind - 0.008, a, 0.015), speed=0.15, polar=True)
-             or arm.move(L.polar(L.NEAR_RADIUS + behind + 0.005, a, 0.02), polar=True)
-             or arm.move((*arm.pos[:2], Z_SAFE)))
+    error = (
+        arm.goto(L.polar(r0 + behind, a, 0.015), a)
+        or arm.move(L.polar(L.NEAR_RADIUS + behind - 0.008, a, 0.015), speed=0.15, polar=True)
+        or arm.move(L.polar(L.NEAR_RADIUS + behind + 0.005, a, 0.02), polar=True)
+        or arm.move((*arm.pos[:2], Z_SAFE))
+    )
     if error or not F.reachable(w, b) or not F.on_table(w, b):
         return _fail(error or f"{b} ended {F.radius(w.pos(b)):.2f} m from the base, not on the table within reach")
     return _ok(f"pushed {b} into reach")
@@ -250,8 +258,12 @@ def open_drawer(w: World, arm: Arm, d: str) -> SkillResult:
     arm.fingers(0.0, 0.2)
     start = w.drawer_origin() + L.PULL_AT
     pull = L.DRAWER_TRAVEL - w.drawer_q() + 0.015 + 0.003  # gap to the bar, then 3 mm into the stop
-    error = (arm.goto(start, 0.0) or arm.move(start - (pull, 0, 0), speed=0.12)
-             or arm.move(start - (pull - 0.01, 0, 0)) or arm.move((*arm.pos[:2], Z_SAFE)))
+    error = (
+        arm.goto(start, 0.0)
+        or arm.move(start - (pull, 0, 0), speed=0.12)
+        or arm.move(start - (pull - 0.01, 0, 0))
+        or arm.move((*arm.pos[:2], Z_SAFE))
+    )
     if error or not F.drawer_open(w):
         return _fail(error or f"{d} opened only {w.drawer_q() * 100:.1f} cm")
     return _ok(f"opened {d}")
@@ -266,8 +278,12 @@ def close_drawer(w: World, arm: Arm, d: str) -> SkillResult:
     arm.fingers(0.0, 0.2)
     start = w.drawer_origin() + L.PUSH_AT - (0.01, 0, 0)
     push_by = w.drawer_q() + 0.01 + 0.003
-    error = (arm.goto(start, 0.0) or arm.move(start + (push_by, 0, 0), speed=0.12)
-             or arm.move(start + (push_by - 0.01, 0, 0)) or arm.move((*arm.pos[:2], Z_SAFE)))
+    error = (
+        arm.goto(start, 0.0)
+        or arm.move(start + (push_by, 0, 0), speed=0.12)
+        or arm.move(start + (push_by - 0.01, 0, 0))
+        or arm.move((*arm.pos[:2], Z_SAFE))
+    )
     if error or not F.drawer_closed(w):
         return _fail(error or f"{d} is still {w.drawer_q() * 100:.1f} cm open")
     return _ok(f"closed {d}")

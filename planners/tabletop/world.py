@@ -23,6 +23,7 @@ from . import layout as L
 
 class SceneError(ValueError):
     """The scene cannot be built or asked this (unrealizable init, unknown object or action)."""
+
     exit_code = exits.INPUT
 
 
@@ -34,14 +35,25 @@ def yaw_of(rot: np.ndarray) -> float:
 class World:
     """The physical state of one scene. ``objects``: name → type; holes are numbered in order."""
 
-    def __init__(self, objects: dict[str, str], render: bool, fps: float, size: tuple[int, int],
-                 frames: list[np.ndarray] | None = None):
+    def __init__(
+        self,
+        objects: dict[str, str],
+        render: bool,
+        fps: float,
+        size: tuple[int, int],
+        frames: list[np.ndarray] | None = None,
+    ):
         self.objects = dict(objects)
         of = lambda kind: [n for n, t in objects.items() if t == kind]  # noqa: E731
         self.blocks, self.pegs, self.holes = of("block"), of("peg"), of("hole")
         self.drawer = next(iter(of("drawer")), None)
-        xml = L.scene_xml(self.blocks, self.pegs, self.drawer is not None, len(self.holes),
-                          framebuffer=(max(640, size[0]), max(480, size[1])))
+        xml = L.scene_xml(
+            self.blocks,
+            self.pegs,
+            self.drawer is not None,
+            len(self.holes),
+            framebuffer=(max(640, size[0]), max(480, size[1])),
+        )
         self.model = m = mujoco.MjModel.from_xml_string(xml)
         self.data = mujoco.MjData(m)
         self.arm_adr = np.array([m.joint(f"joint{i}").qposadr[0] for i in range(1, 8)])
@@ -73,8 +85,8 @@ class World:
     def set_pose(self, name: str, pos, yaw: float = 0.0) -> None:
         """Teleport a block or peg (at rest, upright, heading ``yaw``)."""
         j = self.model.joint(f"obj_{name}")
-        self.data.qpos[j.qposadr[0]:j.qposadr[0] + 7] = (*pos, math.cos(yaw / 2), 0, 0, math.sin(yaw / 2))
-        self.data.qvel[j.dofadr[0]:j.dofadr[0] + 6] = 0
+        self.data.qpos[j.qposadr[0] : j.qposadr[0] + 7] = (*pos, math.cos(yaw / 2), 0, 0, math.sin(yaw / 2))
+        self.data.qvel[j.dofadr[0] : j.dofadr[0] + 6] = 0
 
     def drawer_q(self) -> float:
         """How far the drawer is pulled out (m); 0 = closed."""

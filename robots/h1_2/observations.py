@@ -23,7 +23,7 @@ The fixed transforms (R_rel, a, R_site) are read once from the compiled MJCF of 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -62,7 +62,7 @@ def imu_mount(spec: RobotSpec) -> ImuMount:
     return _mount(str(spec.mjcf), waist, spec.joints[waist].name, spec.base_body, spec.sensors.imu_site)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _mount(mjcf: str, waist_index: int, waist_joint: str, base_body: str, imu_site: str) -> ImuMount:
     import mujoco
 

@@ -15,14 +15,16 @@ from . import constants as C
 from .model import PegBoard, read_board, write_scene
 
 
-def make_spec(hole_pos=(0.5, 0.0, 0.0), hole_yaw=0.0, clearance=0.001, peg_radius=0.012, peg_length=0.08,
-              hole_depth=0.04) -> RobotSpec:
+def make_spec(
+    hole_pos=(0.5, 0.0, 0.0), hole_yaw=0.0, clearance=0.001, peg_radius=0.012, peg_length=0.08, hole_depth=0.04
+) -> RobotSpec:
     """Lengths in m, angles in rad; ``hole_pos`` is the centre of the hole's mouth in the base frame."""
     b = PegBoard(hole_pos, hole_yaw, clearance, peg_radius, peg_length, hole_depth)
     joints = tuple(
         Joint(name, lower=lo, upper=hi, velocity_limit=v, torque_limit=t, kp=kp, kd=kd, default=q0)
-        for name, lo, hi, v, t, kp, kd, q0 in zip(C.JOINT_NAMES, C.Q_LOWER, C.Q_UPPER, C.VELOCITY_LIMIT,
-                                                   C.TORQUE_LIMIT, C.KP, C.KD, C.DEFAULT_POSE)
+        for name, lo, hi, v, t, kp, kd, q0 in zip(
+            C.JOINT_NAMES, C.Q_LOWER, C.Q_UPPER, C.VELOCITY_LIMIT, C.TORQUE_LIMIT, C.KP, C.KD, C.DEFAULT_POSE
+        )
     )
     x, y, z = b.hole_pos
     return RobotSpec(
@@ -33,9 +35,11 @@ def make_spec(hole_pos=(0.5, 0.0, 0.0), hole_yaw=0.0, clearance=0.001, peg_radiu
         groups={"arm": tuple(range(7))},
         sensors=Sensors(ee_site=C.EE_SITE, ft_site=C.FT_SITE),
         base_body=C.BASE_BODY,
-        description=(f"Franka Emika Panda with a peg (r={peg_radius * 1e3:g} mm, L={peg_length * 1e3:g} mm) in a "
-                     f"closed gripper; hole at ({x:g}, {y:g}, {z:g}) m, yaw {hole_yaw:g} rad, "
-                     f"clearance {clearance * 1e3:g} mm, depth {hole_depth * 1e3:g} mm"),
+        description=(
+            f"Franka Emika Panda with a peg (r={peg_radius * 1e3:g} mm, L={peg_length * 1e3:g} mm) in a "
+            f"closed gripper; hole at ({x:g}, {y:g}, {z:g}) m, yaw {hole_yaw:g} rad, "
+            f"clearance {clearance * 1e3:g} mm, depth {hole_depth * 1e3:g} mm"
+        ),
     )
 
 

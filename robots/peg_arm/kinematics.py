@@ -26,9 +26,13 @@ DOWN = np.diag([1.0, -1.0, -1.0])
 
 def _quat_mat(q: np.ndarray) -> np.ndarray:
     w, x, y, z = q
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
 
 
 def rot_z(angle: np.ndarray) -> np.ndarray:
@@ -125,8 +129,15 @@ class ArmModel:
             tau[:, k] = -(moment * z[:, k]).sum(axis=1)
         return tau
 
-    def ik(self, pos: np.ndarray, rot: np.ndarray, q0: np.ndarray, iters: int = 100, damping: float = 1e-3,
-           tol: float = 1e-8) -> np.ndarray:
+    def ik(
+        self,
+        pos: np.ndarray,
+        rot: np.ndarray,
+        q0: np.ndarray,
+        iters: int = 100,
+        damping: float = 1e-3,
+        tol: float = 1e-8,
+    ) -> np.ndarray:
         """Joint positions (n, 7) putting the ee at ``pos`` (n, 3) with rotation ``rot`` ((n or 1), 3, 3),
         by damped least squares from ``q0`` (n, 7), clipped to the joint limits."""
         q = np.array(np.atleast_2d(q0), dtype=np.float64)
@@ -137,8 +148,15 @@ class ArmModel:
                 break
         return q
 
-    def ik_step(self, q: np.ndarray, pos: np.ndarray, rot: np.ndarray, damping: float = 1e-3,
-                q_rest: np.ndarray | None = None, rest_gain: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    def ik_step(
+        self,
+        q: np.ndarray,
+        pos: np.ndarray,
+        rot: np.ndarray,
+        damping: float = 1e-3,
+        q_rest: np.ndarray | None = None,
+        rest_gain: float = 0.0,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """One damped-least-squares step toward (pos, rot) from q (n, 7); with ``q_rest`` the
         redundant degree of freedom is pulled toward it (``rest_gain`` per step, in the null space).
         Returns dq (n, 7) and the pose error (n, 6) it was computed for."""

@@ -19,8 +19,19 @@ from __future__ import annotations
 from embody.registry import Registry
 
 from .base import (
-    ACCEL_MAX, META_ACTIONS, STEER_MAX, ActorState, DrivingError, DrivingSim, Observation, SimulatorUnavailable,
-    StepMetrics, StepResult, UnsupportedFeature, denormalize_action, normalize_action,
+    ACCEL_MAX,
+    META_ACTIONS,
+    STEER_MAX,
+    ActorState,
+    DrivingError,
+    DrivingSim,
+    Observation,
+    SimulatorUnavailable,
+    StepMetrics,
+    StepResult,
+    UnsupportedFeature,
+    denormalize_action,
+    normalize_action,
 )
 from .scenario import SCENARIOS, Scenario, fast_settings, get_scenario
 
@@ -38,7 +49,24 @@ def make_driving_sim(name: str, scenario: Scenario, carla=None, carla_module=Non
     return cls(scenario)
 
 
-__all__ = ["ACCEL_MAX", "DRIVING_SIMS", "META_ACTIONS", "SCENARIOS", "STEER_MAX", "ActorState", "DrivingError",
-           "DrivingSim", "Observation", "Scenario", "SimulatorUnavailable", "StepMetrics", "StepResult",
-           "UnsupportedFeature", "denormalize_action", "fast_settings", "get_scenario", "make_driving_sim",
-           "normalize_action"]
+__all__ = [
+    "ACCEL_MAX",
+    "DRIVING_SIMS",
+    "META_ACTIONS",
+    "SCENARIOS",
+    "STEER_MAX",
+    "ActorState",
+    "DrivingError",
+    "DrivingSim",
+    "Observation",
+    "Scenario",
+    "SimulatorUnavailable",
+    "StepMetrics",
+    "StepResult",
+    "UnsupportedFeature",
+    "denormalize_action",
+    "fast_settings",
+    "get_scenario",
+    "make_driving_sim",
+    "normalize_action",
+]

@@ -49,7 +49,7 @@ class Trajectory:
         self._unwrapped = np.unwrap(self.heading)
 
     @classmethod
-    def from_states(cls, t, states) -> "Trajectory":
+    def from_states(cls, t, states) -> Trajectory:
         """From times (k,) and rows (k, 4) of x, y, heading, speed (e.g. a policy's predicted waypoints)."""
         states = np.asarray(states, dtype=np.float64).reshape(-1, 4)
         return cls(t, states[:, 0], states[:, 1], states[:, 2], states[:, 3])
@@ -72,8 +72,12 @@ class Trajectory:
             return float(self.x[-1] + v * dt * math.cos(h)), float(self.y[-1] + v * dt * math.sin(h)), h, v
         h = float(np.interp(t, self.t, self._unwrapped))
         h = (h + math.pi) % (2 * math.pi) - math.pi
-        return (float(np.interp(t, self.t, self.x)), float(np.interp(t, self.t, self.y)), h,
-                float(np.interp(t, self.t, self.speed)))
+        return (
+            float(np.interp(t, self.t, self.x)),
+            float(np.interp(t, self.t, self.y)),
+            h,
+            float(np.interp(t, self.t, self.speed)),
+        )
 
     def states(self) -> np.ndarray:
         """(k, 4) waypoints x, y, heading, speed."""
@@ -96,8 +100,10 @@ def load_actors_csv(path: str | Path) -> dict[str, Trajectory]:
     header = [h.strip() for h in header]
     missing = [c for c in COLUMNS if c not in header]
     if missing:
-        raise ActorsFileError(f"{path} row 1: missing column(s) {', '.join(missing)}; "
-                              f"expected the header {','.join(COLUMNS)} (got {','.join(header)})")
+        raise ActorsFileError(
+            f"{path} row 1: missing column(s) {', '.join(missing)}; "
+            f"expected the header {','.join(COLUMNS)} (got {','.join(header)})"
+        )
     col = {c: header.index(c) for c in COLUMNS}
     rows: dict[str, list[tuple[float, ...]]] = {}
     last: dict[str, tuple[float, int]] = {}
@@ -125,8 +131,9 @@ def load_actors_csv(path: str | Path) -> dict[str, Trajectory]:
         if name in last and t <= last[name][0]:
             prev_t, prev_row = last[name]
             what = "goes backwards" if t < prev_t else "repeats"
-            raise ActorsFileError(f"{path} row {row_no}: time {what} for actor {name!r} "
-                                  f"(t={t:g} after t={prev_t:g} on row {prev_row})")
+            raise ActorsFileError(
+                f"{path} row {row_no}: time {what} for actor {name!r} (t={t:g} after t={prev_t:g} on row {prev_row})"
+            )
         last[name] = (t, row_no)
         rows.setdefault(name, []).append(tuple(values))
     if not rows:

@@ -16,7 +16,7 @@ Actions (``step``):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar, Protocol, Union, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -30,16 +30,18 @@ SPEED_STEP = 5.0  # [m/s] per FASTER/SLOWER
 EGO_FEATURES = ("x", "y", "heading", "speed", "lateral_offset", "heading_error")
 OTHER_FEATURES = ("presence", "dx", "dy", "dvx", "dvy", "heading", "speed")
 
-Action = Union[np.ndarray, str, int]
+Action = np.ndarray | str | int
 
 
 class DrivingError(ValueError):
     """Bad driving input (a scenario, an actor, an action); the message says which and where."""
+
     exit_code = exits.INPUT
 
 
 class SimulatorUnavailable(ConnectionError):
     """A simulator server could not be reached in time; the message names host:port and the timeout."""
+
     exit_code = exits.UNREACHABLE
 
 

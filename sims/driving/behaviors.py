@@ -191,9 +191,17 @@ def make_behavior(name: str, params: dict | None = None) -> Behavior:
         raise DrivingError(f"behavior {name!r}: {e}") from None
 
 
-def idm_acceleration(speed: float, desired: float, gap: float | None = None, lead_speed: float = 0.0,
-                     a_max: float = 3.0, b: float = 5.0, d0: float = 10.0, time_gap: float = 1.5,
-                     delta: float = 4.0) -> float:
+def idm_acceleration(
+    speed: float,
+    desired: float,
+    gap: float | None = None,
+    lead_speed: float = 0.0,
+    a_max: float = 3.0,
+    b: float = 5.0,
+    d0: float = 10.0,
+    time_gap: float = 1.5,
+    delta: float = 4.0,
+) -> float:
     """The Intelligent Driver Model with highway-env's constants: ``gap`` is centre to centre [m]
     (None: nothing ahead), ``d0`` the jam distance including one car length."""
     acc = a_max * (1.0 - (max(speed, 0.0) / max(abs(desired), 1e-3)) ** delta)

@@ -44,8 +44,17 @@ import numpy as np
 from embody.extras import MissingExtra
 
 from .base import (
-    ACCEL_MAX, ActorState, DrivingError, Observation, SimulatorUnavailable, StepMetrics, StepResult,
-    UnsupportedFeature, nearest_others, parse_action, time_to_collision,
+    ACCEL_MAX,
+    ActorState,
+    DrivingError,
+    Observation,
+    SimulatorUnavailable,
+    StepMetrics,
+    StepResult,
+    UnsupportedFeature,
+    nearest_others,
+    parse_action,
+    time_to_collision,
 )
 from .behaviors import ActorContext, idm_acceleration, make_behavior
 from .control import bicycle_step, lane_keep_action
@@ -71,8 +80,10 @@ def import_carla():
     try:
         import carla
     except ImportError as e:
-        raise MissingExtra("the CARLA client is not installed: pip install 'embody[carla]', or carla==<your "
-                           f"server's version> (e.g. 0.9.16) ({e})") from e
+        raise MissingExtra(
+            "the CARLA client is not installed: pip install 'embody[carla]', or carla==<your "
+            f"server's version> (e.g. 0.9.16) ({e})"
+        ) from e
     return carla
 
 
@@ -102,13 +113,16 @@ class CarlaSim:
         self.scenario = copy.deepcopy(scenario)
         self.config = config or CarlaConfig()
         if scenario.road.kind != "highway":
-            raise UnsupportedFeature(f"scenario {scenario.name!r}: the CARLA backend plays highway-kind scenarios on "
-                                     f"the map's road at spawn point {self.config.spawn_index}; "
-                                     f"{scenario.road.kind!r} roads exist in highway-env only (--sim highway)")
+            raise UnsupportedFeature(
+                f"scenario {scenario.name!r}: the CARLA backend plays highway-kind scenarios on "
+                f"the map's road at spawn point {self.config.spawn_index}; "
+                f"{scenario.road.kind!r} roads exist in highway-env only (--sim highway)"
+            )
         s = scenario.settings
         if s.policy_frequency <= 0 or s.simulation_frequency % s.policy_frequency:
-            raise DrivingError(f"scenario {scenario.name!r}: simulation_frequency must be a multiple of "
-                               "policy_frequency")
+            raise DrivingError(
+                f"scenario {scenario.name!r}: simulation_frequency must be a multiple of policy_frequency"
+            )
         self.carla = carla_module or import_carla()
         self.dt = 1.0 / s.policy_frequency
         self.frames_per_step = s.simulation_frequency // s.policy_frequency
@@ -132,13 +146,16 @@ class CarlaSim:
             raise SimulatorUnavailable(
                 f"no CARLA server answered at {where} within {cfg.timeout_s:g} s "
                 f"(waited {time.monotonic() - start:.1f} s): start one (./CarlaUE4.sh -RenderOffScreen) or point "
-                f"--carla-host/--carla-port at it; carla said: {e}") from None
+                f"--carla-host/--carla-port at it; carla said: {e}"
+            ) from None
         try:
             server, client = self.client.get_server_version(), self.client.get_client_version()
             if server != client:
                 import warnings
 
-                warnings.warn(f"CARLA client {client} and server {server} differ; install carla=={server}")
+                warnings.warn(
+                    f"CARLA client {client} and server {server} differ; install carla=={server}", stacklevel=2
+                )
         except RuntimeError:
             pass
         self.map = self.world.get_map()
@@ -158,8 +175,9 @@ class CarlaSim:
         points = self.map.get_spawn_points()
         if not 0 <= self.config.spawn_index < len(points):
             raise DrivingError(f"spawn_index {self.config.spawn_index} outside 0..{len(points) - 1} on {self.map.name}")
-        wp = self.map.get_waypoint(points[self.config.spawn_index].location, project_to_road=True,
-                                   lane_type=c.LaneType.Driving)
+        wp = self.map.get_waypoint(
+            points[self.config.spawn_index].location, project_to_road=True, lane_type=c.LaneType.Driving
+        )
         same = lambda a, b: a is not None and a.lane_type == c.LaneType.Driving and (a.lane_id > 0) == (b.lane_id > 0)
         left = wp
         while same(left.get_left_lane(), wp):
@@ -185,8 +203,10 @@ class CarlaSim:
         rng = np.random.default_rng(sc.settings.seed if seed is None else seed)
         self._lanes = self._lanes_at_spawn()
         if not 0 <= sc.ego.lane < len(self._lanes):
-            raise DrivingError(f"scenario {sc.name!r}: ego lane {sc.ego.lane} outside 0..{len(self._lanes) - 1} "
-                               f"(the road at spawn point {self.config.spawn_index} has {len(self._lanes)} lanes)")
+            raise DrivingError(
+                f"scenario {sc.name!r}: ego lane {sc.ego.lane} outside 0..{len(self._lanes) - 1} "
+                f"(the road at spawn point {self.config.spawn_index} has {len(self._lanes)} lanes)"
+            )
         ref = self._lanes[0].transform
         h = -math.radians(ref.rotation.yaw)  # right-handed heading of the lane
         ox, oy = ref.location.x - sc.ego.x * math.cos(h), -ref.location.y - sc.ego.x * math.sin(h)
@@ -205,8 +225,9 @@ class CarlaSim:
         self._kinematic: list[_Kinematic] = []
         for spec in sc.actors:
             if not 0 <= spec.lane < len(self._lanes):
-                raise DrivingError(f"scenario {sc.name!r}: actor {spec.name!r} lane {spec.lane} outside "
-                                   f"0..{len(self._lanes) - 1}")
+                raise DrivingError(
+                    f"scenario {sc.name!r}: actor {spec.name!r} lane {spec.lane} outside 0..{len(self._lanes) - 1}"
+                )
             start = np.array([sc.ego.x + spec.dx, self.lane_y(spec.lane), 0.0, spec.speed])
             k = _Kinematic(spec.name, "behavior", start, behavior=make_behavior(spec.behavior, spec.params))
             self._spawn_kinematic(k, lib)
@@ -218,14 +239,21 @@ class CarlaSim:
         keep_clear = [(sc.ego.lane, sc.ego.x)] + [(s.lane, sc.ego.x + s.dx) for s in sc.actors]
         self._traffic = []
         slots = traffic_slots(rng, sc.traffic, sc.ego.x, list(range(len(self._lanes))), -1e9, 1e9, keep_clear)
-        vehicles = [b for b in lib.filter("vehicle.*") if not b.has_attribute("number_of_wheels")
-                    or int(b.get_attribute("number_of_wheels")) == 4] or [bp]
+        vehicles = [
+            b
+            for b in lib.filter("vehicle.*")
+            if not b.has_attribute("number_of_wheels") or int(b.get_attribute("number_of_wheels")) == 4
+        ] or [bp]
         self.tm.set_random_device_seed(int(rng.integers(1 << 30)))
         for lane, x, speed in slots:
             tbp = vehicles[int(rng.integers(len(vehicles)))]
             if sc.traffic.model == "constant":
-                k = _Kinematic(f"traffic_{len(self._traffic)}", "traffic", np.array([x, self.lane_y(lane), 0.0, speed]),
-                               behavior=make_behavior("lane-follow", {"speed": speed, "lane": lane}))
+                k = _Kinematic(
+                    f"traffic_{len(self._traffic)}",
+                    "traffic",
+                    np.array([x, self.lane_y(lane), 0.0, speed]),
+                    behavior=make_behavior("lane-follow", {"speed": speed, "lane": lane}),
+                )
                 self._spawn_kinematic(k, lib, tbp, idm=False)
                 self._traffic.append(k.actor)
                 continue
@@ -246,12 +274,15 @@ class CarlaSim:
 
     def _spawn(self, bp, transform, speed: float):
         c = self.carla
-        transform = c.Transform(c.Location(transform.location.x, transform.location.y, transform.location.z + 0.3),
-                                transform.rotation)
+        transform = c.Transform(
+            c.Location(transform.location.x, transform.location.y, transform.location.z + 0.3), transform.rotation
+        )
         actor = self.world.try_spawn_actor(bp, transform)
         if actor is None:
-            raise DrivingError(f"CARLA refused to spawn {bp.id} at ({transform.location.x:.1f}, "
-                               f"{transform.location.y:.1f}): the place is taken or off the map")
+            raise DrivingError(
+                f"CARLA refused to spawn {bp.id} at ({transform.location.x:.1f}, "
+                f"{transform.location.y:.1f}): the place is taken or off the map"
+            )
         self._actors.append(actor)
         yaw = math.radians(transform.rotation.yaw)
         actor.set_target_velocity(c.Vector3D(speed * math.cos(yaw), speed * math.sin(yaw), 0.0))
@@ -290,14 +321,19 @@ class CarlaSim:
         out = [("ego", "ego", self._road_state(self.ego), self.ego)]
         kin_actors = {id(k.actor) for k in self._kinematic}
         out += [(k.name, k.kind, k.state.copy(), k.actor) for k in self._kinematic]
-        out += [(f"traffic_{i}", "traffic", self._road_state(v), v) for i, v in enumerate(self._traffic)
-                if id(v) not in kin_actors]
+        out += [
+            (f"traffic_{i}", "traffic", self._road_state(v), v)
+            for i, v in enumerate(self._traffic)
+            if id(v) not in kin_actors
+        ]
         return out
 
     def actors(self) -> list[ActorState]:
         crashed = bool(self._collided)
-        return [ActorState(n, kind, *map(float, s), self.lane_of(s[1]), crashed and kind == "ego")
-                for n, kind, s, _ in self._all_states()]
+        return [
+            ActorState(n, kind, *map(float, s), self.lane_of(s[1]), crashed and kind == "ego")
+            for n, kind, s, _ in self._all_states()
+        ]
 
     def _length(self, actor) -> float:
         bb = getattr(actor, "bounding_box", None)
@@ -307,7 +343,7 @@ class CarlaSim:
         """(gap centre to centre, lead state, lead actor) of the nearest vehicle ahead in the ego's lane."""
         lane = self.lane_of(ego[1])
         best = None
-        for name, _, s, actor in self._all_states()[1:]:
+        for _, _, s, actor in self._all_states()[1:]:
             if actor is exclude or self.lane_of(s[1]) != lane or lane < 0:
                 continue
             d = s[0] - ego[0]
@@ -333,8 +369,9 @@ class CarlaSim:
         states = self._all_states()
         ego = states[0][2]
         wp = self.map.get_waypoint(self.ego.get_transform().location, project_to_road=True)
-        cx, cy, ch = carla_to_road(wp.transform.location.x, wp.transform.location.y, wp.transform.rotation.yaw,
-                                   self.frame)
+        cx, cy, ch = carla_to_road(
+            wp.transform.location.x, wp.transform.location.y, wp.transform.rotation.yaw, self.frame
+        )
         lateral = -math.sin(ch) * (ego[0] - cx) + math.cos(ch) * (ego[1] - cy)
         ego_row = np.array([*ego, lateral, float(wrap_angle(ego[2] - ch))])
         others = np.array([s for _, _, s, _ in states[1:]]) if len(states) > 1 else np.zeros((0, 4))
@@ -386,8 +423,11 @@ class CarlaSim:
         cfg = self.config
         throttle = float(np.clip(acc / cfg.throttle_accel, 0.0, 1.0))
         brake = float(np.clip(-acc / cfg.brake_decel, 0.0, 1.0))
-        self.ego.apply_control(self.carla.VehicleControl(throttle=throttle, steer=float(road_steering_to_carla(
-            steer, self.max_steer)), brake=brake))
+        self.ego.apply_control(
+            self.carla.VehicleControl(
+                throttle=throttle, steer=float(road_steering_to_carla(steer, self.max_steer)), brake=brake
+            )
+        )
 
     def _move_kinematic(self) -> None:
         t_next = self.t + self.frame_dt
@@ -411,8 +451,12 @@ class CarlaSim:
                 acc = cmd.acceleration
                 if acc is None:
                     lead = self._lead(k.state, exclude=k.actor)
-                    acc = idm_acceleration(k.state[3], cmd.speed or k.state[3],
-                                           None if lead is None else lead[0], 0.0 if lead is None else lead[1][3])
+                    acc = idm_acceleration(
+                        k.state[3],
+                        cmd.speed or k.state[3],
+                        None if lead is None else lead[0],
+                        0.0 if lead is None else lead[1][3],
+                    )
                     acc = float(np.clip(acc, -6.0, 6.0))
                 steer = lane_keep_action(k.state, self.lane_y(int(cmd.lane)), k.state[3])[1]
                 k.state = bicycle_step(k.state, acc, steer, self.frame_dt)
@@ -438,23 +482,36 @@ class CarlaSim:
         if self._expert_lane is None or lane < 0 or abs(lane - self._expert_lane) > 0:
             self._expert_lane = max(lane, 0)
         lead = self._lead(ego)
-        acc = idm_acceleration(ego[3], self.scenario.ego.target_speed, None if lead is None else lead[0],
-                               0.0 if lead is None else lead[1][3])
-        return lane_keep_action(ego, self.lane_y(self._expert_lane), ego[3], acceleration=float(np.clip(
-            acc, -ACCEL_MAX, ACCEL_MAX)))
+        acc = idm_acceleration(
+            ego[3],
+            self.scenario.ego.target_speed,
+            None if lead is None else lead[0],
+            0.0 if lead is None else lead[1][3],
+        )
+        return lane_keep_action(
+            ego, self.lane_y(self._expert_lane), ego[3], acceleration=float(np.clip(acc, -ACCEL_MAX, ACCEL_MAX))
+        )
 
     # ------------------------------------------------------------ cloning (approximate)
 
     def clone_state(self) -> CarlaState:
         poses = {}
-        for name, _, _, actor in self._all_states():
+        for _, _, _, actor in self._all_states():
             tr, v, w = actor.get_transform(), actor.get_velocity(), actor.get_angular_velocity()
             poses[id(actor)] = (actor, tr, v, w)
-        python_state = copy.deepcopy({"t": self.t, "ticks": self._ticks, "progress": self.progress,
-                                      "collided": self._collided, "command": self._command, "meta": self._meta,
-                                      "expert_lane": self._expert_lane,
-                                      "kinematic": [(k.state, k.behavior) for k in self._kinematic],
-                                      "n_kinematic": len(self._kinematic)})
+        python_state = copy.deepcopy(
+            {
+                "t": self.t,
+                "ticks": self._ticks,
+                "progress": self.progress,
+                "collided": self._collided,
+                "command": self._command,
+                "meta": self._meta,
+                "expert_lane": self._expert_lane,
+                "kinematic": [(k.state, k.behavior) for k in self._kinematic],
+                "n_kinematic": len(self._kinematic),
+            }
+        )
         return CarlaState(poses, python_state, self.t)
 
     def restore_state(self, state: CarlaState) -> None:
@@ -491,8 +548,9 @@ class CarlaSim:
             bp.set_attribute("image_size_y", str(size[1]))
             bp.set_attribute("fov", "90")
             height = size[0] / (2.0 * scale)  # 90° field of view: ground width = 2 × height
-            cam = self.world.spawn_actor(bp, c.Transform(c.Location(0.0, 0.0, height), c.Rotation(-90.0, 0.0, 0.0)),
-                                         attach_to=self.ego)
+            cam = self.world.spawn_actor(
+                bp, c.Transform(c.Location(0.0, 0.0, height), c.Rotation(-90.0, 0.0, 0.0)), attach_to=self.ego
+            )
             frames: queue.Queue = queue.Queue(maxsize=2)
 
             def on_image(image, frames=frames):

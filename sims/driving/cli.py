@@ -17,18 +17,34 @@ from embody.commands import add_set, any_int, command, nonneg_int, positive_floa
 
 def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("scenario", help="highway, highway-dense, merge, roundabout, cut-in, hard-brake")
-    p.add_argument("--sim", choices=("highway", "carla"), default="highway",
-                   help="highway: highway-env, embedded, headless (default); carla: a running CARLA server")
-    p.add_argument("--policy", default="expert", metavar="RUN",
-                   help="expert (IDM/MOBIL, default), idle, constant, or a run/checkpoint directory")
-    p.add_argument("--actors", metavar="FILE.csv", help="scripted actors: CSV columns actor,t,x,y,heading,speed "
-                   "(road frame: x along the road, y left, heading rad CCW, SI units)")
+    p.add_argument(
+        "--sim",
+        choices=("highway", "carla"),
+        default="highway",
+        help="highway: highway-env, embedded, headless (default); carla: a running CARLA server",
+    )
+    p.add_argument(
+        "--policy",
+        default="expert",
+        metavar="RUN",
+        help="expert (IDM/MOBIL, default), idle, constant, or a run/checkpoint directory",
+    )
+    p.add_argument(
+        "--actors",
+        metavar="FILE.csv",
+        help="scripted actors: CSV columns actor,t,x,y,heading,speed "
+        "(road frame: x along the road, y left, heading rad CCW, SI units)",
+    )
     p.add_argument("--episodes", type=positive_int, default=1)
     p.add_argument("--workers", type=positive_int, default=2, help="worker processes, at most 2 (highway-env only)")
     p.add_argument("--seed", type=any_int, default=0, help="traffic seed of the first episode (then +1 each)")
     p.add_argument("--steps", type=positive_int, help="stop each episode after this many control steps")
-    p.add_argument("--fast", action="store_true", help="fast settings: ≤12 background vehicles, 5 Hz simulation, "
-                   "no traffic-traffic collision checks (dynamics coarser)")
+    p.add_argument(
+        "--fast",
+        action="store_true",
+        help="fast settings: ≤12 background vehicles, 5 Hz simulation, "
+        "no traffic-traffic collision checks (dynamics coarser)",
+    )
     add_set(p, "the scenario", "traffic.vehicles=10 or settings.duration_s=10")
     p.add_argument("--out", metavar="DIR", help="write DIR/metrics.json (and with --video DIR/episode0.mp4)")
     p.add_argument("--video", action="store_true", help="record the first episode's bird's-eye view (needs --out)")
@@ -65,19 +81,33 @@ def _drive(args) -> int:
     if args.sim == "carla":
         from .carla import CarlaConfig
 
-        carla = CarlaConfig(host=args.carla_host, port=args.carla_port, timeout_s=args.carla_timeout,
-                            town=args.carla_town, spawn_index=args.carla_spawn)
+        carla = CarlaConfig(
+            host=args.carla_host,
+            port=args.carla_port,
+            timeout_s=args.carla_timeout,
+            town=args.carla_town,
+            spawn_index=args.carla_spawn,
+        )
     out = Path(args.out) if args.out else None
     video = str(out / "episode0.mp4") if args.video else None
-    job = EpisodeJob(scenario, sim=args.sim, policy=args.policy, seed=args.seed, max_steps=args.steps, video=video,
-                     carla=carla)
+    job = EpisodeJob(
+        scenario, sim=args.sim, policy=args.policy, seed=args.seed, max_steps=args.steps, video=video, carla=carla
+    )
     workers = min(args.workers, args.episodes, 2) if args.sim == "highway" else 1
     if workers > 1:
-        _say(f"embody drive: {args.episodes} episodes on {workers} worker processes (highway-env cannot batch: "
-             "one pure-Python loop per vehicle)")
+        _say(
+            f"embody drive: {args.episodes} episodes on {workers} worker processes (highway-env cannot batch: "
+            "one pure-Python loop per vehicle)"
+        )
     episodes = run_episodes(job, args.episodes, workers)
-    report = {"scenario": scenario.name, "sim": args.sim, "policy": args.policy, "workers": workers,
-              "summary": aggregate(episodes), "episodes": episodes}
+    report = {
+        "scenario": scenario.name,
+        "sim": args.sim,
+        "policy": args.policy,
+        "workers": workers,
+        "summary": aggregate(episodes),
+        "episodes": episodes,
+    }
     text = json.dumps(report, indent=2)
     print(text)
     if out is not None:

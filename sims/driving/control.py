@@ -43,8 +43,14 @@ def bicycle_step(state: np.ndarray, acceleration: float, steering: float, dt: fl
     """Integrate (x, y, heading, speed) one step of ``dt`` (highway-env's model, road frame)."""
     x, y, h, v = state
     beta = math.atan(0.5 * math.tan(steering))
-    return np.array([x + v * math.cos(h + beta) * dt, y + v * math.sin(h + beta) * dt,
-                     float(wrap_angle(h + v * math.sin(beta) / (length / 2.0) * dt)), v + acceleration * dt])
+    return np.array(
+        [
+            x + v * math.cos(h + beta) * dt,
+            y + v * math.sin(h + beta) * dt,
+            float(wrap_angle(h + v * math.sin(beta) / (length / 2.0) * dt)),
+            v + acceleration * dt,
+        ]
+    )
 
 
 def _pursuit_steer(ego: np.ndarray, target_xy: np.ndarray, length: float) -> float:
@@ -112,8 +118,14 @@ class FollowTrajectory:
         pass
 
 
-def lane_keep_action(ego: np.ndarray, lane_y: float, target_speed: float, acceleration: float | None = None,
-                     lookahead_s: float = 0.7, length: float = 5.0) -> np.ndarray:
+def lane_keep_action(
+    ego: np.ndarray,
+    lane_y: float,
+    target_speed: float,
+    acceleration: float | None = None,
+    lookahead_s: float = 0.7,
+    length: float = 5.0,
+) -> np.ndarray:
     """[acc, steering] holding the straight lane centre y = ``lane_y`` (road frame) at ``target_speed``
     (P control, 1/s), or at the given ``acceleration``."""
     ego = np.asarray(ego, dtype=np.float64)

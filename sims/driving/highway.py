@@ -31,8 +31,16 @@ from embody.extras import require
 
 from .actors import Trajectory
 from .base import (
-    ACCEL_MAX, META_ACTIONS, ActorState, DrivingError, Observation, StepMetrics, StepResult, nearest_others,
-    parse_action, time_to_collision,
+    ACCEL_MAX,
+    META_ACTIONS,
+    ActorState,
+    DrivingError,
+    Observation,
+    StepMetrics,
+    StepResult,
+    nearest_others,
+    parse_action,
+    time_to_collision,
 )
 from .behaviors import ActorContext, make_behavior
 from .frames import Frame2D, highway_frame, highway_to_road, road_to_highway, wrap_angle
@@ -46,7 +54,10 @@ require("highway_env", "driving")
 from highway_env.road.lane import StraightLane  # noqa: E402
 from highway_env.road.road import Road, RoadNetwork  # noqa: E402
 from highway_env.vehicle.behavior import (  # noqa: E402
-    AggressiveVehicle, DefensiveVehicle, IDMVehicle, LinearVehicle,
+    AggressiveVehicle,
+    DefensiveVehicle,
+    IDMVehicle,
+    LinearVehicle,
 )
 from highway_env.vehicle.controller import ControlledVehicle  # noqa: E402
 from highway_env.vehicle.kinematics import Vehicle  # noqa: E402
@@ -55,8 +66,16 @@ from highway_env.vehicle.objects import Landmark, Obstacle  # noqa: E402
 EGO_COLOR = (50, 200, 0)
 BEHAVIOR_COLOR = (160, 60, 200)
 SCRIPTED_COLOR = (200, 200, 0)
-RING = [("se", "ex"), ("ex", "ee"), ("ee", "nx"), ("nx", "ne"), ("ne", "wx"), ("wx", "we"), ("we", "sx"),
-        ("sx", "se")]  # highway-env's roundabout ring segments
+RING = [
+    ("se", "ex"),
+    ("ex", "ee"),
+    ("ee", "nx"),
+    ("nx", "ne"),
+    ("ne", "wx"),
+    ("wx", "we"),
+    ("we", "sx"),
+    ("sx", "se"),
+]  # highway-env's roundabout ring segments
 ROUNDABOUT_EXITS = ["exr", "sxr", "nxr", "wxr"]
 
 
@@ -192,8 +211,7 @@ class BehaviorVehicle(IDMVehicle):
     """An actor driven by a behavior model: the Command sets its lane and speed targets, highway-env's
     IDM and lane controller do the rest; a commanded acceleration overrides IDM."""
 
-    def __init__(self, road, position, heading, speed, behavior, name: str, ego: EgoVehicle, frame: Frame2D,
-                 dt: float):
+    def __init__(self, road, position, heading, speed, behavior, name: str, ego: EgoVehicle, frame: Frame2D, dt: float):
         super().__init__(road, position, heading, speed, target_speed=speed, enable_lane_change=False)
         self.behavior, self.ego, self.frame, self.dt, self.t = behavior, ego, frame, dt, 0.0
         self.name, self.kind, self.color = name, "behavior", BEHAVIOR_COLOR
@@ -203,8 +221,14 @@ class BehaviorVehicle(IDMVehicle):
             return
         _from, _to, _ = self.lane_index
         lanes = len(self.road.network.graph[_from][_to])
-        ctx = ActorContext(self.t, self.dt, _state(self, self.frame), _state(self.ego, self.frame), lanes,
-                           float(self.lane_distance_to(self.ego)))
+        ctx = ActorContext(
+            self.t,
+            self.dt,
+            _state(self, self.frame),
+            _state(self.ego, self.frame),
+            lanes,
+            float(self.lane_distance_to(self.ego)),
+        )
         cmd = self.behavior(ctx)
         self.target_lane_index = (_from, _to, max(0, min(int(cmd.lane), lanes - 1)))
         if cmd.speed is not None:
@@ -221,12 +245,26 @@ class BehaviorVehicle(IDMVehicle):
 def _state(v: Vehicle, frame: Frame2D) -> ActorState:
     x, y, h = highway_to_road(v.position[0], v.position[1], v.heading, frame)
     on = v.lane is not None and v.lane.on_lane(v.position)
-    return ActorState(getattr(v, "name", "vehicle"), getattr(v, "kind", "traffic"), float(x), float(y), float(h),
-                      float(v.speed), int(v.lane_index[2]) if on else -1, bool(v.crashed))
+    return ActorState(
+        getattr(v, "name", "vehicle"),
+        getattr(v, "kind", "traffic"),
+        float(x),
+        float(y),
+        float(h),
+        float(v.speed),
+        int(v.lane_index[2]) if on else -1,
+        bool(v.crashed),
+    )
 
 
-TRAFFIC_MODELS = {"idm": IDMVehicle, "idm-keep-lane": IDMVehicle, "linear": LinearVehicle,
-                  "aggressive": AggressiveVehicle, "defensive": DefensiveVehicle, "constant": Vehicle}
+TRAFFIC_MODELS = {
+    "idm": IDMVehicle,
+    "idm-keep-lane": IDMVehicle,
+    "linear": LinearVehicle,
+    "aggressive": AggressiveVehicle,
+    "defensive": DefensiveVehicle,
+    "constant": Vehicle,
+}
 
 
 # ---------------------------------------------------------------- the road
@@ -271,8 +309,11 @@ class FastRoad(Road):
         dx, dy = pos[:, 0] - lane.start[0], pos[:, 1] - lane.start[1]
         long = dx * lane.direction[0] + dy * lane.direction[1]
         lat = dx * lane.direction_lateral[0] + dy * lane.direction_lateral[1]
-        on = (np.abs(lat) <= lane.width / 2 + 1) & (-lane.VEHICLE_LENGTH <= long) & (long < lane.length
-                                                                                      + lane.VEHICLE_LENGTH)
+        on = (
+            (np.abs(lat) <= lane.width / 2 + 1)
+            & (-lane.VEHICLE_LENGTH <= long)
+            & (long < lane.length + lane.VEHICLE_LENGTH)
+        )
         for i, item in enumerate(items):
             if item is vehicle:
                 on[i] = False
@@ -316,7 +357,7 @@ class _World:
         self.progress = 0.0
         self.collision = False
 
-    def copy(self) -> "_World":
+    def copy(self) -> _World:
         return copy.deepcopy(self, {id(self.road.network): self.road.network})
 
 
@@ -346,8 +387,10 @@ class HighwaySim:
     def __init__(self, scenario: Scenario):
         s = scenario.settings
         if s.policy_frequency <= 0 or s.simulation_frequency % s.policy_frequency:
-            raise DrivingError(f"scenario {scenario.name!r}: simulation_frequency ({s.simulation_frequency}) must be "
-                               f"a positive multiple of policy_frequency ({s.policy_frequency})")
+            raise DrivingError(
+                f"scenario {scenario.name!r}: simulation_frequency ({s.simulation_frequency}) must be "
+                f"a positive multiple of policy_frequency ({s.policy_frequency})"
+            )
         self.scenario = copy.deepcopy(scenario)
         self.dt = 1.0 / s.policy_frequency
         self.frames_per_step = s.simulation_frequency // s.policy_frequency
@@ -377,8 +420,9 @@ class HighwaySim:
         if kind == "highway":
             if not 0 <= sc.ego.lane < sc.road.lanes:
                 raise DrivingError(f"scenario {sc.name!r}: ego lane {sc.ego.lane} outside 0..{sc.road.lanes - 1}")
-            net = RoadNetwork.straight_road_network(sc.road.lanes, length=sc.road.length,
-                                                    speed_limit=sc.road.speed_limit)
+            net = RoadNetwork.straight_road_network(
+                sc.road.lanes, length=sc.road.length, speed_limit=sc.road.speed_limit
+            )
             road = FastRoad(network=net, np_random=rng, record_history=False)
             start = ("0", "1")
         elif kind in ("merge", "roundabout"):
@@ -392,16 +436,22 @@ class HighwaySim:
             start = ("a", "b") if kind == "merge" else ("ser", "ses")
             lanes = len(road.network.graph[start[0]][start[1]])
             if not 0 <= sc.ego.lane < lanes:
-                raise DrivingError(f"scenario {sc.name!r}: ego lane {sc.ego.lane} outside 0..{lanes - 1} "
-                                   f"on the {kind} road's start")
+                raise DrivingError(
+                    f"scenario {sc.name!r}: ego lane {sc.ego.lane} outside 0..{lanes - 1} on the {kind} road's start"
+                )
         else:
             raise DrivingError(f"scenario {sc.name!r}: unknown road kind {kind!r}; valid: highway, merge, roundabout")
         lane0 = road.network.get_lane((*start, 0))
         p0 = lane0.position(0.0, 0.0)
         self.frame = highway_frame(p0[0], p0[1], lane0.heading_at(0.0))
         lane = road.network.get_lane((*start, sc.ego.lane))
-        ego = EgoVehicle(road, lane.position(sc.ego.x, 0.0), lane.heading_at(sc.ego.x), sc.ego.speed,
-                         target_speed=sc.ego.target_speed)
+        ego = EgoVehicle(
+            road,
+            lane.position(sc.ego.x, 0.0),
+            lane.heading_at(sc.ego.x),
+            sc.ego.speed,
+            target_speed=sc.ego.target_speed,
+        )
         ego.enable_lane_change = sc.ego.lane_change
         if kind == "roundabout":
             ego.plan_route_to(sc.ego.destination or "nxs")
@@ -413,8 +463,17 @@ class HighwaySim:
                 raise DrivingError(f"scenario {sc.name!r}: actor {spec.name!r} lane {spec.lane} outside 0..{n - 1}")
             al = road.network.get_lane((*start, spec.lane))
             x = sc.ego.x + spec.dx
-            v = BehaviorVehicle(road, al.position(x, 0.0), al.heading_at(x), spec.speed,
-                                make_behavior(spec.behavior, spec.params), spec.name, ego, self.frame, self.frame_dt)
+            v = BehaviorVehicle(
+                road,
+                al.position(x, 0.0),
+                al.heading_at(x),
+                spec.speed,
+                make_behavior(spec.behavior, spec.params),
+                spec.name,
+                ego,
+                self.frame,
+                self.frame_dt,
+            )
             road.vehicles.append(v)
         if kind == "highway":
             self._highway_traffic(road, rng, start, range(sc.road.lanes), 0.0, sc.road.length)
@@ -447,7 +506,7 @@ class HighwaySim:
     def _ramp_traffic(self, road, rng) -> None:
         tr = self.scenario.traffic
         xs = []
-        for k in range(tr.merging):
+        for _ in range(tr.merging):
             for _ in range(50):
                 x = float(rng.uniform(20.0, 140.0))
                 if all(abs(x - o) > 20.0 for o in xs):
@@ -464,7 +523,7 @@ class HighwaySim:
         tr = self.scenario.traffic
         lo, hi = tr.speed_range
         placed = []
-        for k in range(50 * tr.vehicles):
+        for _ in range(50 * tr.vehicles):
             if len(placed) >= tr.vehicles:
                 break
             seg = RING[int(rng.integers(len(RING)))]
@@ -481,8 +540,15 @@ class HighwaySim:
             placed.append(p)
         for k in range(tr.merging):
             side = "enw"[k % 3]
-            v = self._new_traffic(road, (f"{side}er", f"{side}es", 0), float(rng.uniform(20.0, 60.0)),
-                                  float(rng.uniform(lo, hi)), rng, 1000 + k, roundabout=True)
+            v = self._new_traffic(
+                road,
+                (f"{side}er", f"{side}es", 0),
+                float(rng.uniform(20.0, 60.0)),
+                float(rng.uniform(lo, hi)),
+                rng,
+                1000 + k,
+                roundabout=True,
+            )
             if isinstance(v, RoundaboutIDM):
                 v.yield_at = _entry_yield(road, side)
             if isinstance(v, ControlledVehicle):
@@ -616,8 +682,9 @@ class HighwaySim:
         surf.move_display_window_to(self.world.ego.position)
         RoadGraphics.display(self.world.road, surf)
         RoadGraphics.display_road_objects(self.world.road, surf, offscreen=True)
-        RoadGraphics.display_traffic(self.world.road, surf, simulation_frequency=st.simulation_frequency,
-                                     offscreen=True)
+        RoadGraphics.display_traffic(
+            self.world.road, surf, simulation_frequency=st.simulation_frequency, offscreen=True
+        )
         return np.ascontiguousarray(np.moveaxis(pygame.surfarray.array3d(surf), 0, 1))
 
     def close(self) -> None:

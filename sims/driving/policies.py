@@ -1,11 +1,11 @@
 """Driving policies: act(Observation) → action (a meta-action name or [acc, steering]), one ego at a time.
 
-  expert      highway-env's IDM (speed, car-following) and MOBIL (lane changes) for the ego, read from
-              the simulator's privileged state (sim.expert_action); the demonstrator for behavior cloning
-  idle        the IDLE meta-action: keep the lane and the current target speed
-  constant    [0, 0]: no acceleration, wheels straight
-  RUN         an embody checkpoint (a run directory holding checkpoint/, or the checkpoint directory)
-              whose policy maps Observation.flat() (obs_size 6 + 7K) to [-1, 1]² (denormalize_action)
+expert      highway-env's IDM (speed, car-following) and MOBIL (lane changes) for the ego, read from
+            the simulator's privileged state (sim.expert_action); the demonstrator for behavior cloning
+idle        the IDLE meta-action: keep the lane and the current target speed
+constant    [0, 0]: no acceleration, wheels straight
+RUN         an embody checkpoint (a run directory holding checkpoint/, or the checkpoint directory)
+            whose policy maps Observation.flat() (obs_size 6 + 7K) to [-1, 1]² (denormalize_action)
 """
 
 from __future__ import annotations
@@ -61,8 +61,10 @@ class CheckpointPolicy:
         ckpt = load_checkpoint(directory)
         got = (ckpt.spec.get("obs_size"), ckpt.spec.get("action_size"))
         if got != (obs_size, 2):
-            raise CheckpointError(f"{directory}: the policy takes {got[0]} observations and gives {got[1]} actions; "
-                                  f"driving needs {obs_size} (Observation.flat) and 2 ([acc, steering] in [-1, 1])")
+            raise CheckpointError(
+                f"{directory}: the policy takes {got[0]} observations and gives {got[1]} actions; "
+                f"driving needs {obs_size} (Observation.flat) and 2 ([acc, steering] in [-1, 1])"
+            )
         self.policy, self._torch = ckpt.policy.eval(), torch
 
     def act(self, obs: Observation) -> np.ndarray:

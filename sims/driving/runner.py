@@ -69,8 +69,12 @@ def run_episode(job: EpisodeJob, sim=None, keep_steps: bool = False) -> dict:
             if writer is not None:
                 writer.close()
         wall = time.perf_counter() - start
-        out = {"seed": job.seed, **summarize(steps, reason), "wall_s": round(wall, 3),
-               "env_steps_per_s": round(len(steps) / wall, 2) if wall > 0 else None}
+        out = {
+            "seed": job.seed,
+            **summarize(steps, reason),
+            "wall_s": round(wall, 3),
+            "env_steps_per_s": round(len(steps) / wall, 2) if wall > 0 else None,
+        }
         if job.video:
             out["video"] = str(job.video)
         if keep_steps:
@@ -100,8 +104,12 @@ def aggregate(results: list[dict]) -> dict:
     ttcs = [r["min_ttc_s"] for r in results if r.get("min_ttc_s") is not None]
     steps = sum(r["steps"] for r in results)
     wall = sum(r["wall_s"] for r in results)
-    return {"episodes": n, "collision_rate": sum(bool(r.get("collision")) for r in results) / n,
-            "off_road_rate": sum(r.get("off_road_steps", 0) > 0 for r in results) / n,
-            "mean_progress_m": round(sum(r.get("progress_m") or 0.0 for r in results) / n, 3),
-            "min_ttc_s": min(ttcs) if ttcs else None, "env_steps": steps,
-            "env_steps_per_s_per_worker": round(steps / wall, 2) if wall > 0 else None}
+    return {
+        "episodes": n,
+        "collision_rate": sum(bool(r.get("collision")) for r in results) / n,
+        "off_road_rate": sum(r.get("off_road_steps", 0) > 0 for r in results) / n,
+        "mean_progress_m": round(sum(r.get("progress_m") or 0.0 for r in results) / n, 3),
+        "min_ttc_s": min(ttcs) if ttcs else None,
+        "env_steps": steps,
+        "env_steps_per_s_per_worker": round(steps / wall, 2) if wall > 0 else None,
+    }

@@ -108,7 +108,7 @@ class Scenario:
     def dt(self) -> float:
         return 1.0 / self.settings.policy_frequency
 
-    def with_scripted(self, actors: dict[str, Trajectory]) -> "Scenario":
+    def with_scripted(self, actors: dict[str, Trajectory]) -> Scenario:
         """A copy with ``actors`` added (replacing same-named ones)."""
         s = copy.deepcopy(self)
         s.scripted.update(actors)
@@ -125,8 +125,15 @@ def fast_settings(scenario: Scenario, max_vehicles: int = 12) -> Scenario:
     return s
 
 
-def traffic_slots(rng, traffic: TrafficSpec, ego_x: float, lanes: list[int], x_min: float, x_max: float,
-                  keep_clear: list[tuple[int, float]]) -> list[tuple[int, float, float]]:
+def traffic_slots(
+    rng,
+    traffic: TrafficSpec,
+    ego_x: float,
+    lanes: list[int],
+    x_min: float,
+    x_max: float,
+    keep_clear: list[tuple[int, float]],
+) -> list[tuple[int, float, float]]:
     """Random (lane, x, speed) for ``traffic.vehicles`` background vehicles on a straight stretch.
 
     Vehicles spread ~30 % behind and ~70 % ahead of ``ego_x`` at the density's spacing, at least
@@ -144,8 +151,10 @@ def traffic_slots(rng, traffic: TrafficSpec, ego_x: float, lanes: list[int], x_m
         if len(out) >= traffic.vehicles or b <= a:
             break
         lane, x = int(rng.choice(lanes)), float(rng.uniform(a, b))
-        if any(lane == other and -(25.0 if clear else min_gap) < x - px < (30.0 if clear else min_gap)
-               for other, px, clear in taken):
+        if any(
+            lane == other and -(25.0 if clear else min_gap) < x - px < (30.0 if clear else min_gap)
+            for other, px, clear in taken
+        ):
             continue
         out.append((lane, x, float(rng.uniform(lo, hi))))
         taken.append((lane, x, False))
@@ -156,49 +165,96 @@ def traffic_slots(rng, traffic: TrafficSpec, ego_x: float, lanes: list[int], x_m
 
 
 def highway() -> Scenario:
-    return Scenario("highway", "in-domain: 4-lane highway, moderate IDM/MOBIL traffic",
-                    RoadSpec("highway", lanes=4), TrafficSpec(vehicles=20, density=1.0), EgoSpec(lane=1))
+    return Scenario(
+        "highway",
+        "in-domain: 4-lane highway, moderate IDM/MOBIL traffic",
+        RoadSpec("highway", lanes=4),
+        TrafficSpec(vehicles=20, density=1.0),
+        EgoSpec(lane=1),
+    )
 
 
 def highway_dense() -> Scenario:
-    return Scenario("highway-dense", "out-of-domain: the highway with twice the density and slower traffic",
-                    RoadSpec("highway", lanes=4), TrafficSpec(vehicles=40, density=2.0, speed_range=(17.0, 23.0)),
-                    EgoSpec(lane=1, speed=22.0, target_speed=28.0))
+    return Scenario(
+        "highway-dense",
+        "out-of-domain: the highway with twice the density and slower traffic",
+        RoadSpec("highway", lanes=4),
+        TrafficSpec(vehicles=40, density=2.0, speed_range=(17.0, 23.0)),
+        EgoSpec(lane=1, speed=22.0, target_speed=28.0),
+    )
 
 
 def merge() -> Scenario:
-    return Scenario("merge", "out-of-domain road: 2-lane highway with vehicles merging from an on-ramp",
-                    RoadSpec("merge"), TrafficSpec(vehicles=6, density=1.0, speed_range=(22.0, 28.0), merging=3),
-                    EgoSpec(lane=1, x=30.0, speed=25.0, target_speed=28.0), settings=SimSettings(duration_s=20.0))
+    return Scenario(
+        "merge",
+        "out-of-domain road: 2-lane highway with vehicles merging from an on-ramp",
+        RoadSpec("merge"),
+        TrafficSpec(vehicles=6, density=1.0, speed_range=(22.0, 28.0), merging=3),
+        EgoSpec(lane=1, x=30.0, speed=25.0, target_speed=28.0),
+        settings=SimSettings(duration_s=20.0),
+    )
 
 
 def roundabout() -> Scenario:
-    return Scenario("roundabout", "out-of-domain road: 2-lane roundabout, ego goes straight through",
-                    RoadSpec("roundabout", speed_limit=20.0),
-                    TrafficSpec(vehicles=6, density=1.0, speed_range=(12.0, 16.0), merging=2),
-                    EgoSpec(lane=0, x=125.0, speed=8.0, target_speed=12.0, destination="nxs"),
-                    settings=SimSettings(duration_s=20.0, video_size=(400, 400), video_scale=3.0))
+    return Scenario(
+        "roundabout",
+        "out-of-domain road: 2-lane roundabout, ego goes straight through",
+        RoadSpec("roundabout", speed_limit=20.0),
+        TrafficSpec(vehicles=6, density=1.0, speed_range=(12.0, 16.0), merging=2),
+        EgoSpec(lane=0, x=125.0, speed=8.0, target_speed=12.0, destination="nxs"),
+        settings=SimSettings(duration_s=20.0, video_size=(400, 400), video_scale=3.0),
+    )
 
 
 def cut_in() -> Scenario:
-    actor = ActorSpec("cutter", lane=0, dx=-15.0, speed=30.0, behavior="cut-in",
-                      params={"speed": 30.0, "trigger_ahead": 4.0, "after_speed": 20.0})
-    return Scenario("cut-in", "safety-critical: a faster car passes on the left and cuts in close, then slows",
-                    RoadSpec("highway", lanes=3), TrafficSpec(vehicles=6, density=0.5), EgoSpec(lane=1, speed=25.0,
-                    target_speed=25.0, lane_change=False), [actor], settings=SimSettings(duration_s=15.0))
+    actor = ActorSpec(
+        "cutter",
+        lane=0,
+        dx=-15.0,
+        speed=30.0,
+        behavior="cut-in",
+        params={"speed": 30.0, "trigger_ahead": 4.0, "after_speed": 20.0},
+    )
+    return Scenario(
+        "cut-in",
+        "safety-critical: a faster car passes on the left and cuts in close, then slows",
+        RoadSpec("highway", lanes=3),
+        TrafficSpec(vehicles=6, density=0.5),
+        EgoSpec(lane=1, speed=25.0, target_speed=25.0, lane_change=False),
+        [actor],
+        settings=SimSettings(duration_s=15.0),
+    )
 
 
 def hard_brake() -> Scenario:
-    actor = ActorSpec("braker", lane=1, dx=25.0, speed=25.0, behavior="hard-brake",
-                      params={"speed": 25.0, "at_time": 3.0, "decel": 7.0})
-    return Scenario("hard-brake", "safety-critical: the car ahead brakes hard to a stop",
-                    RoadSpec("highway", lanes=3), TrafficSpec(vehicles=6, density=0.5), EgoSpec(lane=1, speed=25.0,
-                    target_speed=25.0, lane_change=False), [actor], settings=SimSettings(duration_s=15.0))
+    actor = ActorSpec(
+        "braker",
+        lane=1,
+        dx=25.0,
+        speed=25.0,
+        behavior="hard-brake",
+        params={"speed": 25.0, "at_time": 3.0, "decel": 7.0},
+    )
+    return Scenario(
+        "hard-brake",
+        "safety-critical: the car ahead brakes hard to a stop",
+        RoadSpec("highway", lanes=3),
+        TrafficSpec(vehicles=6, density=0.5),
+        EgoSpec(lane=1, speed=25.0, target_speed=25.0, lane_change=False),
+        [actor],
+        settings=SimSettings(duration_s=15.0),
+    )
 
 
 SCENARIOS: Registry = Registry("scenario")
-for _name, _fn in (("highway", "highway"), ("highway-dense", "highway_dense"), ("merge", "merge"),
-                   ("roundabout", "roundabout"), ("cut-in", "cut_in"), ("hard-brake", "hard_brake")):
+for _name, _fn in (
+    ("highway", "highway"),
+    ("highway-dense", "highway_dense"),
+    ("merge", "merge"),
+    ("roundabout", "roundabout"),
+    ("cut-in", "cut_in"),
+    ("hard-brake", "hard_brake"),
+):
     SCENARIOS.register(_name, f"embody.sims.driving.scenario:{_fn}", extra="driving")
 
 

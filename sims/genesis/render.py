@@ -38,8 +38,10 @@ class Renderer:
             return self.scene.add_camera(res=res, fov=fovy, near=0.01 * extent, far=50 * extent, GUI=False)
 
         self.default = camera(float(model.vis.global_.fovy))
-        self.named = {mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_CAMERA, i): (i, camera(float(model.cam_fovy[i])))
-                      for i in range(model.ncam)}  # cameras cannot be added once the scene is built
+        self.named = {
+            mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_CAMERA, i): (i, camera(float(model.cam_fovy[i])))
+            for i in range(model.ncam)
+        }  # cameras cannot be added once the scene is built
         self.scene.build()  # unbatched: one env
         body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, robot.base_body or "")
         self.base = self.entity.get_link(robot.base_body).idx_local if body > 0 else None

@@ -84,8 +84,11 @@ def init_genesis():
     if not gs._initialized:
         import torch
 
-        gs.init(backend=gs.gpu if torch.cuda.is_available() else gs.cpu,
-                precision=os.environ.get("EMBODY_GENESIS_PRECISION", "64"), logging_level="warning")
+        gs.init(
+            backend=gs.gpu if torch.cuda.is_available() else gs.cpu,
+            precision=os.environ.get("EMBODY_GENESIS_PRECISION", "64"),
+            logging_level="warning",
+        )
     return gs
 
 
@@ -103,8 +106,9 @@ def make_scene(gs, robot: RobotSpec, model, vis_options=None, batch_links_info: 
         batch_links_info=batch_links_info,
     )
     sim = gs.options.SimOptions(dt=float(model.opt.timestep), substeps=1, gravity=tuple(model.opt.gravity))
-    scene = gs.Scene(sim_options=sim, rigid_options=rigid, vis_options=vis_options or gs.options.VisOptions(),
-                     show_viewer=False)
+    scene = gs.Scene(
+        sim_options=sim, rigid_options=rigid, vis_options=vis_options or gs.options.VisOptions(), show_viewer=False
+    )
     if robot.floating_base and "floor" not in {g.name for g in load_spec(robot.mjcf).geoms}:
         scene.add_entity(gs.morphs.Plane())  # the floor MuJoCo's build_model adds
     try:
@@ -118,8 +122,7 @@ def make_scene(gs, robot: RobotSpec, model, vis_options=None, batch_links_info: 
 class GenesisSimulator:
     name = "genesis"
     engine = "genesis"
-    capabilities = frozenset({"pd", "torque", "imu", "contact", "ee_pose", "render", "state", "physics_params",
-                              "push"})
+    capabilities = frozenset({"pd", "torque", "imu", "contact", "ee_pose", "render", "state", "physics_params", "push"})
 
     def __init__(self, robot: RobotSpec, config: SimConfig):
         self.robot, self.config, self.n_envs = robot, config, config.n_envs
@@ -208,8 +211,9 @@ class GenesisSimulator:
         if self.config.control == "pd":  # PD targets = current pose, so torques read as at rest (as in MuJoCo's)
             self.entity.control_dofs_position(self._t(qpos[:, self._q[self._act]]), self._act_dofs, envs_idx=ids_t)
         else:
-            self.entity.control_dofs_force(self._t(np.zeros((len(ids), len(self._act)))), self._act_dofs,
-                                           envs_idx=ids_t)
+            self.entity.control_dofs_force(
+                self._t(np.zeros((len(ids), len(self._act)))), self._act_dofs, envs_idx=ids_t
+            )
         self._time[ids] = time
         self._fresh[ids] = True
 
@@ -250,8 +254,11 @@ class GenesisSimulator:
         env0 = [0] if self._batched_links else None
         self._mass0 = e.get_links_mass(envs_idx=env0).reshape(e.n_links)  # (L,) on the device
         self._inertia0 = e.get_links_inertia(envs_idx=env0).reshape(e.n_links, 3, 3)  # in each inertial frame
-        self._base_link = next(j.link.idx_local for j in e.joints if j.type == self._gs.JOINT_TYPE.FREE) \
-            if self.robot.floating_base else None
+        self._base_link = (
+            next(j.link.idx_local for j in e.joints if j.type == self._gs.JOINT_TYPE.FREE)
+            if self.robot.floating_base
+            else None
+        )
         self._physics = PhysicsTable(self.n_envs, self.robot, has_base=self._base_link is not None)
 
     def set_physics(self, env_ids: np.ndarray, params: PhysicsParams) -> None:
@@ -328,8 +335,13 @@ class GenesisSimulator:
     def state(self) -> RobotState:
         qpos, vel = self._qpos_vel()
         torque = full_torque(self.robot, self._np(self.entity.get_dofs_control_force(self._act_dofs)))
-        state = RobotState(joint_pos=qpos[:, self._q], joint_vel=vel[:, self._v], joint_torque=torque,
-                           time=self._time.copy(), privileged=self._privileged(qpos, vel))
+        state = RobotState(
+            joint_pos=qpos[:, self._q],
+            joint_vel=vel[:, self._v],
+            joint_torque=torque,
+            time=self._time.copy(),
+            privileged=self._privileged(qpos, vel),
+        )
         if self._imu is not None:
             state.imu_quat, state.imu_gyro, state.imu_accel = self._imu_reading()
         if self._ee is not None:

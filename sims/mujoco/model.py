@@ -56,8 +56,9 @@ def build_model(robot: RobotSpec, config: SimConfig):
     if config.physics_dt:
         spec.option.timestep = config.physics_dt
     if robot.floating_base and "floor" not in {g.name for g in spec.geoms}:
-        spec.worldbody.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05],
-                                rgba=[0.3, 0.35, 0.4, 1])
+        spec.worldbody.add_geom(
+            name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05], rgba=[0.3, 0.35, 0.4, 1]
+        )
         spec.worldbody.add_light(pos=[0, 0, 4], dir=[0, 0, -1], type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL)
     _add_actuators(spec, robot, config)
     layout = _add_sensors(spec, robot)

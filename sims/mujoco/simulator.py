@@ -44,8 +44,22 @@ from .model import build_model, joint_addresses, state_offsets
 class MujocoSimulator:
     name = "mujoco"
     engine = "mujoco"
-    capabilities = frozenset({"pd", "torque", "imu", "contact", "ee_pose", "wrench", "render", "state",
-                              "exact_state", "physics_params", "push", "fixture_pose"})
+    capabilities = frozenset(
+        {
+            "pd",
+            "torque",
+            "imu",
+            "contact",
+            "ee_pose",
+            "wrench",
+            "render",
+            "state",
+            "exact_state",
+            "physics_params",
+            "push",
+            "fixture_pose",
+        }
+    )
 
     def __init__(self, robot: RobotSpec, config: SimConfig):
         self._mj = mj = require("mujoco", "mujoco")
@@ -174,9 +188,17 @@ class MujocoSimulator:
         command, bad_cmd = checked_command(command, self.n_envs, len(self._act))
         self._ctrl[:] = command[:, None, :]
         t_before = self._state[:, self._off["time"]].copy()
-        self._pool.rollout(self._models, self._datas, self._state, self._ctrl, control_spec=self._ctrl_spec,
-                           skip_checks=True, nstep=self.config.decimation, state=self._traj,
-                           sensordata=self._traj_sensors)
+        self._pool.rollout(
+            self._models,
+            self._datas,
+            self._state,
+            self._ctrl,
+            control_spec=self._ctrl_spec,
+            skip_checks=True,
+            nstep=self.config.decimation,
+            state=self._traj,
+            sensordata=self._traj_sensors,
+        )
         self._state[:] = self._traj[:, -1]
         self._sensordata[:] = self._traj_sensors[:, -1]
         # MuJoCo resets a diverged mjData to qpos0 itself (time restarts); catch both cases.
@@ -225,7 +247,9 @@ class MujocoSimulator:
             self._cam.azimuth, self._cam.elevation = np.degrees(TRACK_AZIMUTH), np.degrees(TRACK_ELEVATION)
             self._cam.lookat[:] = self.model.stat.center
         frames = []
-        for i in select_envs(self.n_envs, env_ids):  # rendering is per image by nature; the env's own model places its fixtures
+        for i in select_envs(
+            self.n_envs, env_ids
+        ):  # rendering is per image by nature; the env's own model places its fixtures
             mj.mj_setState(self._models[i], self._scratch, self._state[i], self._spec)
             mj.mj_forward(self._models[i], self._scratch)
             self._renderer.update_scene(self._scratch, camera=camera if camera is not None else self._cam)

@@ -64,8 +64,10 @@ class World:
         self.root_body = root_body(model, robot, links)
         self.root_pose = root_pose(model, robot, self.root_body)
         m = model  # PyBullet multiplies frictions, MuJoCo takes the larger: see model.add_scene
-        self.friction = max([float(m.geom_friction[g, 0]) for g in range(m.ngeom)
-                             if m.body(int(m.geom_bodyid[g])).name in links], default=1.0)
+        self.friction = max(
+            [float(m.geom_friction[g, 0]) for g in range(m.ngeom) if m.body(int(m.geom_bodyid[g])).name in links],
+            default=1.0,
+        )
         self.body, self.scene_bodies = -1, {}
 
     def connect(self, egl: bool = False) -> int:
@@ -78,8 +80,9 @@ class World:
         if egl:
             said: list[str] = []
             with quiet(said):
-                plugin = p.loadPlugin(pkgutil.get_loader("eglRenderer").get_filename(), "_eglRendererPlugin",
-                                      physicsClientId=c)
+                plugin = p.loadPlugin(
+                    pkgutil.get_loader("eglRenderer").get_filename(), "_eglRendererPlugin", physicsClientId=c
+                )
             if plugin < 0 or any(s in said[0] for s in SOFTWARE_GL):
                 with quiet():
                     p.disconnect(physicsClientId=c)
@@ -91,12 +94,18 @@ class World:
         said = []
         try:
             with quiet(said):
-                self.body = p.loadURDF(str(self.urdf), *self.root_pose, useFixedBase=not self.robot.floating_base,
-                                       flags=p.URDF_USE_INERTIA_FROM_FILE, physicsClientId=c)
+                self.body = p.loadURDF(
+                    str(self.urdf),
+                    *self.root_pose,
+                    useFixedBase=not self.robot.floating_base,
+                    flags=p.URDF_USE_INERTIA_FROM_FILE,
+                    physicsClientId=c,
+                )
         except p.error as e:
             p.disconnect(physicsClientId=c)
-            raise ModelError(f"pybullet cannot load {self.urdf} (generated from {self.robot.mjcf}): {e} "
-                             f"{said[0].strip()}") from None
+            raise ModelError(
+                f"pybullet cannot load {self.urdf} (generated from {self.robot.mjcf}): {e} {said[0].strip()}"
+            ) from None
         self._configure(c)
         return c
 
@@ -114,20 +123,24 @@ class World:
                 dof = m.jnt_dofadr[m.joint(info[1].decode()).id]
                 p.changeDynamics(body, i, jointDamping=float(m.dof_damping[dof]), **kw)
                 dofs.append((i, float(m.dof_frictionloss[dof])))
-        p.changeDynamics(body, -1, lateralFriction=1.0, linearDamping=0.0, angularDamping=0.0,
-                         maxJointVelocity=1e30, **kw)
+        p.changeDynamics(
+            body, -1, lateralFriction=1.0, linearDamping=0.0, angularDamping=0.0, maxJointVelocity=1e30, **kw
+        )
         if dofs:  # velocity motors at zero speed with force = frictionloss: dry friction
             idx, loss = zip(*dofs)
-            p.setJointMotorControlArray(body, idx, p.VELOCITY_CONTROL, targetVelocities=[0.0] * len(idx),
-                                        forces=loss, **kw)
+            p.setJointMotorControlArray(
+                body, idx, p.VELOCITY_CONTROL, targetVelocities=[0.0] * len(idx), forces=loss, **kw
+            )
         if self.robot.sensors.ft_site:
             p.enableJointForceTorqueSensor(body, self.ft_joint(c), True, **kw)
 
     def link_index(self, c: int) -> dict[str, int]:
         """URDF link name -> PyBullet link (= joint) index."""
         p = self.p
-        return {p.getJointInfo(self.body, i, physicsClientId=c)[12].decode(): i
-                for i in range(p.getNumJoints(self.body, physicsClientId=c))}
+        return {
+            p.getJointInfo(self.body, i, physicsClientId=c)[12].decode(): i
+            for i in range(p.getNumJoints(self.body, physicsClientId=c))
+        }
 
     def ft_joint(self, c: int) -> int:
         """The joint above the F/T site's body: its reaction is the wrench the site senses."""
@@ -189,13 +202,20 @@ class Index:
         mj_qadr = np.array([m.jnt_qposadr[m.joint(n).id] for n in names], dtype=np.int64)
         info = p.getDynamicsInfo(body, -1, physicsClientId=c)
         return cls(
-            dof=dofs, spec_col=spec_col, act=[dofs[k] for k in spec_col[r.actuated]],
-            kp=r.kp[r.actuated], kd=r.kd[r.actuated], limit=r.torque_limit[r.actuated],
+            dof=dofs,
+            spec_col=spec_col,
+            act=[dofs[k] for k in spec_col[r.actuated]],
+            kp=r.kp[r.actuated],
+            kd=r.kd[r.actuated],
+            limit=r.torque_limit[r.actuated],
             imu_link=links[s.imu_site] if s.imu_site else None,
             ee_link=links[s.ee_site] if s.ee_site else None,
             foot_links=[infos[links[f]][16] for f in s.foot_sites],
             foot_sites=[links[f] for f in s.foot_sites],
-            ft_joint=ft_joint, ft_site_pos=ft_pos, ft_site_rot=ft_rot, mj_qadr=mj_qadr,
+            ft_joint=ft_joint,
+            ft_site_pos=ft_pos,
+            ft_site_rot=ft_rot,
+            mj_qadr=mj_qadr,
             site_ref={site: _mj_site_quat(world, mj_qadr[spec_col], site) for site in (s.imu_site, s.ee_site) if site},
             base=BaseFrame(np.array(info[3]), wxyz(np.array(info[4]))),
         )

@@ -75,8 +75,9 @@ def pybullet_urdf(robot: RobotSpec, model) -> tuple[Path, dict[str, np.ndarray]]
         if link.find("inertial") is None and name != "world":
             _set_inertial(link, np.zeros(3), np.eye(3), 0.0, np.zeros(3))
     ET.indent(root)
-    path = write_cached(cache_dir("urdf"), ET.tostring(root, encoding="unicode") + "\n",
-                        stem=f"{robot.name}-pybullet", suffix=".urdf")
+    path = write_cached(
+        cache_dir("urdf"), ET.tostring(root, encoding="unicode") + "\n", stem=f"{robot.name}-pybullet", suffix=".urdf"
+    )
     return path, moments
 
 
@@ -86,9 +87,13 @@ def _floats(el: ET.Element, attr: str) -> np.ndarray:
 
 def _rpy_to_mat(rpy: np.ndarray) -> np.ndarray:
     (cr, cp, cy), (sr, sp, sy) = np.cos(rpy), np.sin(rpy)
-    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-                     [-sp, cp * sr, cp * cr]])
+    return np.array(
+        [
+            [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+            [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+            [-sp, cp * sr, cp * cr],
+        ]
+    )
 
 
 def _mat_to_rpy(r: np.ndarray) -> np.ndarray:
@@ -117,8 +122,9 @@ def _add_rotor_inertia(link: ET.Element, axis: np.ndarray, armature: float) -> n
 
 def _set_inertial(link: ET.Element, pos, rot: np.ndarray, mass: float, diag) -> None:
     el = ET.Element("inertial")
-    ET.SubElement(el, "origin", xyz=" ".join(map(repr, map(float, pos))),
-                  rpy=" ".join(map(repr, map(float, _mat_to_rpy(rot)))))
+    ET.SubElement(
+        el, "origin", xyz=" ".join(map(repr, map(float, pos))), rpy=" ".join(map(repr, map(float, _mat_to_rpy(rot))))
+    )
     ET.SubElement(el, "mass", value=repr(float(mass)))
     ixx, iyy, izz = map(float, diag)
     ET.SubElement(el, "inertia", ixx=repr(ixx), iyy=repr(iyy), izz=repr(izz), ixy="0", ixz="0", iyz="0")
@@ -179,15 +185,22 @@ def scene_geoms(model, robot: RobotSpec, robot_links: set[str]) -> list[SceneGeo
     data = mujoco.MjData(model)
     mujoco.mj_kinematics(model, data)  # world poses of geoms welded to the world
     T, out = mujoco.mjtGeom, []
-    kinds = {T.mjGEOM_BOX: "box", T.mjGEOM_SPHERE: "sphere", T.mjGEOM_CAPSULE: "capsule",
-             T.mjGEOM_CYLINDER: "cylinder", T.mjGEOM_PLANE: "plane"}
+    kinds = {
+        T.mjGEOM_BOX: "box",
+        T.mjGEOM_SPHERE: "sphere",
+        T.mjGEOM_CAPSULE: "capsule",
+        T.mjGEOM_CYLINDER: "cylinder",
+        T.mjGEOM_PLANE: "plane",
+    }
     for g in range(model.ngeom):
         b = int(model.geom_bodyid[g])
         if b != 0 and model.body(b).name in robot_links:
             continue
         if model.body_weldid[b] != 0:
-            raise ModelError(f"{robot.mjcf}: scene body {model.body(b).name!r} moves; the pybullet adapter "
-                             "mirrors static scene geometry only")
+            raise ModelError(
+                f"{robot.mjcf}: scene body {model.body(b).name!r} moves; the pybullet adapter "
+                "mirrors static scene geometry only"
+            )
         visible = model.geom_group[g] < VISIBLE_GROUPS and model.geom_rgba[g][3] > 0
         if not (visible or model.geom_contype[g] or model.geom_conaffinity[g]):
             continue  # neither drawn nor colliding
@@ -201,13 +214,33 @@ def scene_geoms(model, robot: RobotSpec, robot_links: set[str]) -> list[SceneGeo
             size, pos = model.geom_aabb[g][3:].copy(), pos + data.geom_xmat[g].reshape(3, 3) @ model.geom_aabb[g][:3]
         mat = model.geom_matid[g]
         rgba = model.mat_rgba[mat] if mat >= 0 else model.geom_rgba[g]
-        out.append(SceneGeom(model.geom(g).name or f"geom{g}", kind, pos, quat, size, rgba.copy(),
-                             collide=bool(model.geom_contype[g] or model.geom_conaffinity[g]),
-                             visible=bool(visible),
-                             friction=float(model.geom_friction[g][0])))
+        out.append(
+            SceneGeom(
+                model.geom(g).name or f"geom{g}",
+                kind,
+                pos,
+                quat,
+                size,
+                rgba.copy(),
+                collide=bool(model.geom_contype[g] or model.geom_conaffinity[g]),
+                visible=bool(visible),
+                friction=float(model.geom_friction[g][0]),
+            )
+        )
     if robot.floating_base and not any(s.name == "floor" for s in out):
-        out.append(SceneGeom("floor", "plane", np.zeros(3), np.array([1.0, 0, 0, 0]), np.zeros(3),
-                             np.array(FLOOR_RGBA), True, True, 1.0))
+        out.append(
+            SceneGeom(
+                "floor",
+                "plane",
+                np.zeros(3),
+                np.array([1.0, 0, 0, 0]),
+                np.zeros(3),
+                np.array(FLOOR_RGBA),
+                True,
+                True,
+                1.0,
+            )
+        )
     return out
 
 
@@ -222,8 +255,9 @@ def add_scene(p, client: int, geoms: list[SceneGeom], friction: float) -> dict[s
     for g in geoms:
         xyzw = [*g.quat[1:], g.quat[0]]
         col, vis = _shapes(p, client, g)
-        body = p.createMultiBody(0.0, col, vis, basePosition=g.pos.tolist(), baseOrientation=xyzw,
-                                 physicsClientId=client)
+        body = p.createMultiBody(
+            0.0, col, vis, basePosition=g.pos.tolist(), baseOrientation=xyzw, physicsClientId=client
+        )
         p.changeDynamics(body, -1, lateralFriction=max(g.friction, friction), physicsClientId=client)
         bodies[g.name] = body
     return bodies
@@ -243,8 +277,7 @@ def _shapes(p, client: int, g: SceneGeom) -> tuple[int, int]:
         args = {"radius": float(g.size[0])}
     else:  # capsule, cylinder: along z, radius and half length
         args = {"radius": float(g.size[0]), "height": 2 * float(g.size[1])}
-    shape = {"box": p.GEOM_BOX, "sphere": p.GEOM_SPHERE, "capsule": p.GEOM_CAPSULE,
-             "cylinder": p.GEOM_CYLINDER}[g.kind]
+    shape = {"box": p.GEOM_BOX, "sphere": p.GEOM_SPHERE, "capsule": p.GEOM_CAPSULE, "cylinder": p.GEOM_CYLINDER}[g.kind]
     vis_args = {"length" if k == "height" else k: v for k, v in args.items()}  # visual shapes say length
     vis = p.createVisualShape(shape, rgbaColor=rgba, **vis_args, **kw) if g.visible else -1
     return (p.createCollisionShape(shape, **args, **kw) if g.collide else -1), vis
@@ -260,5 +293,11 @@ def _tiled_rectangle(p, client: int, half_x: float, half_y: float, rgba: list[fl
         for c in range(tiles):
             a, b, d = r * (tiles + 1) + c, r * (tiles + 1) + c + 1, (r + 1) * (tiles + 1) + c
             indices += [a, b, d + 1, a, d + 1, d]  # counter-clockwise seen from above
-    return p.createVisualShape(p.GEOM_MESH, vertices=vertices, indices=indices,
-                               normals=[[0.0, 0.0, 1.0]] * len(vertices), rgbaColor=rgba, physicsClientId=client)
+    return p.createVisualShape(
+        p.GEOM_MESH,
+        vertices=vertices,
+        indices=indices,
+        normals=[[0.0, 0.0, 1.0]] * len(vertices),
+        rgbaColor=rgba,
+        physicsClientId=client,
+    )

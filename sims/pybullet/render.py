@@ -22,8 +22,12 @@ from .client import Index, World, quiet
 from .state import BASE_END, POS, QUAT, wxyz
 
 # lit from above, as the MJCF scenes and the MuJoCo adapter's added light are
-LIGHT = {"lightDirection": [0.0, 0.0, 1.0], "lightAmbientCoeff": 0.4, "lightDiffuseCoeff": 0.6,
-         "lightSpecularCoeff": 0.1}
+LIGHT = {
+    "lightDirection": [0.0, 0.0, 1.0],
+    "lightAmbientCoeff": 0.4,
+    "lightDiffuseCoeff": 0.6,
+    "lightSpecularCoeff": 0.1,
+}
 
 
 class Renderer:
@@ -47,15 +51,24 @@ class Renderer:
         frames = []
         for k, row in enumerate(rows):  # rendering is per image by nature
             p.resetBasePositionAndOrientation(body, row[POS].tolist(), row[QUAT].tolist(), physicsClientId=c)
-            p.resetJointStatesMultiDof(body, dof, [[x] for x in row[BASE_END:BASE_END + len(dof)]], physicsClientId=c)
+            p.resetJointStatesMultiDof(body, dof, [[x] for x in row[BASE_END : BASE_END + len(dof)]], physicsClientId=c)
             place(k)
             eye, target, up, fovy, near, far = self._camera(row, camera)
             view = p.computeViewMatrix(eye, target, up, physicsClientId=c)
-            proj = p.computeProjectionMatrixFOV(fovy, cfg.render_width / cfg.render_height, near, far,
-                                                physicsClientId=c)
+            proj = p.computeProjectionMatrixFOV(
+                fovy, cfg.render_width / cfg.render_height, near, far, physicsClientId=c
+            )
             with quiet():  # the EGL plugin announces its device on the first frame
-                img = p.getCameraImage(cfg.render_width, cfg.render_height, view, proj, shadow=int(cfg.shadows),
-                                       renderer=self.renderer, physicsClientId=c, **LIGHT)[2]
+                img = p.getCameraImage(
+                    cfg.render_width,
+                    cfg.render_height,
+                    view,
+                    proj,
+                    shadow=int(cfg.shadows),
+                    renderer=self.renderer,
+                    physicsClientId=c,
+                    **LIGHT,
+                )[2]
             frames.append(np.asarray(img, dtype=np.uint8).reshape(cfg.render_height, cfg.render_width, 4)[..., :3])
         return np.stack(frames)
 
@@ -88,11 +101,11 @@ class Renderer:
         if self._mj_data is None:
             self._mj_data = mujoco.MjData(m)
         d, n_dof = self._mj_data, len(self.index.dof)
-        d.qpos[self.index.mj_qadr] = row[BASE_END:BASE_END + n_dof]
+        d.qpos[self.index.mj_qadr] = row[BASE_END : BASE_END + n_dof]
         if world.robot.floating_base:
             pos, quat = self.index.base.com_to_link(row[None, POS], wxyz(row[None, QUAT]))
             a = m.jnt_qposadr[m.body_jntadr[world.root_body]]  # its free joint
-            d.qpos[a:a + 3], d.qpos[a + 3:a + 7] = pos[0], quat[0]
+            d.qpos[a : a + 3], d.qpos[a + 3 : a + 7] = pos[0], quat[0]
         mujoco.mj_kinematics(m, d)
         mujoco.mj_comPos(m, d)
         mujoco.mj_camlight(m, d)

@@ -71,8 +71,21 @@ from .state import ANG, BASE_END, LIN, MAX_ABS, NO_TOKEN, POS, QUAT, TIME, Snaps
 class PybulletSimulator:
     name = "pybullet"
     engine = "pybullet"
-    capabilities = frozenset({"pd", "torque", "imu", "contact", "ee_pose", "wrench", "render", "state",
-                              "physics_params", "push", "fixture_pose"})
+    capabilities = frozenset(
+        {
+            "pd",
+            "torque",
+            "imu",
+            "contact",
+            "ee_pose",
+            "wrench",
+            "render",
+            "state",
+            "physics_params",
+            "push",
+            "fixture_pose",
+        }
+    )
 
     def __init__(self, robot: RobotSpec, config: SimConfig):
         with quiet():  # pybullet announces its build time on import
@@ -144,7 +157,7 @@ class PybulletSimulator:
                 if self.robot.floating_base:  # (a fixed base never moves; resetting it would round)
                     p.resetBasePositionAndOrientation(body, row[POS].tolist(), row[QUAT].tolist(), **kw)
                     p.resetBaseVelocity(body, row[LIN].tolist(), row[ANG].tolist(), **kw)
-                q, dq = row[BASE_END:BASE_END + m], row[BASE_END + m:width]
+                q, dq = row[BASE_END : BASE_END + m], row[BASE_END + m : width]
                 p.resetJointStatesMultiDof(body, ix.dof, [[x] for x in q], targetVelocities=[[x] for x in dq], **kw)
             self._rows[i] = row[:width]
             self._torque[i] = 0.0  # as PD holding the current pose: -kd dq
@@ -190,8 +203,12 @@ class PybulletSimulator:
 
     def _apply_physics(self, i: int, friction: bool, masses: bool) -> None:
         t = self._physics
-        self._dynamics.apply(self._clients[i], t.friction[i] if friction else None,
-                             t.mass_scale[i] if masses else None, t.added_base_mass[i])
+        self._dynamics.apply(
+            self._clients[i],
+            t.friction[i] if friction else None,
+            t.mass_scale[i] if masses else None,
+            t.added_base_mass[i],
+        )
 
     def set_fixture_pose(self, body: str, env_ids: np.ndarray, pos: np.ndarray, quat: np.ndarray) -> None:
         """Moves the static multibodies made from ``body``'s geoms (one per geom, see model.add_scene)
@@ -205,8 +222,9 @@ class PybulletSimulator:
             self._fixtures[body] = np.tile(np.r_[d.xpos[b], d.xquat[b]], (self.n_envs, 1))
         ids = np.asarray(env_ids, dtype=np.int64)
         quat = np.asarray(quat, dtype=np.float64)
-        self._fixtures[body][ids] = np.c_[np.asarray(pos, dtype=np.float64),
-                                          quat / np.linalg.norm(quat, axis=1, keepdims=True)]
+        self._fixtures[body][ids] = np.c_[
+            np.asarray(pos, dtype=np.float64), quat / np.linalg.norm(quat, axis=1, keepdims=True)
+        ]
         for i in ids:
             self._place_fixtures(int(i), self._clients[i], only=body)
 
@@ -222,8 +240,9 @@ class PybulletSimulator:
                     continue  # neither drawn nor colliding
                 pos = poses[i, :3] + quat_rotate(poses[i, None, 3:], m.geom_pos[g][None])[0]
                 quat = quat_mul(poses[i, None, 3:], m.geom_quat[g][None])[0]
-                p.resetBasePositionAndOrientation(scene[name], pos.tolist(), xyzw(quat).tolist(),
-                                                  physicsClientId=client)
+                p.resetBasePositionAndOrientation(
+                    scene[name], pos.tolist(), xyzw(quat).tolist(), physicsClientId=client
+                )
 
     def push(self, env_ids: np.ndarray, lin_vel: np.ndarray) -> None:
         """Adds to the base's linear velocity: PyBullet's base velocity is its centre of mass's,
@@ -353,8 +372,14 @@ class PybulletSimulator:
         pos, quat = self._ix.base.com_to_link(rows[:, POS], wxyz(rows[:, QUAT]))
         ang = rows[:, ANG]
         lin = rows[:, LIN] + np.cross(ang, pos - rows[:, POS])  # velocity of the base frame's origin
-        return PrivilegedState(pos, quat, quat_rotate_inverse(quat, lin), quat_rotate_inverse(quat, ang),
-                               self._contact.copy(), foot_pos=self._foot_pos.copy() if self._ix.foot_sites else None)
+        return PrivilegedState(
+            pos,
+            quat,
+            quat_rotate_inverse(quat, lin),
+            quat_rotate_inverse(quat, ang),
+            self._contact.copy(),
+            foot_pos=self._foot_pos.copy() if self._ix.foot_sites else None,
+        )
 
     # -- rendering -----------------------------------------------------------------------
     def render(self, env_ids: np.ndarray | None = None, camera: str | None = None) -> np.ndarray:
@@ -364,8 +389,9 @@ class PybulletSimulator:
         if self._renderer is None:
             self._renderer = Renderer(self._world, self._ix, self.config)
         ids = select_envs(self.n_envs, env_ids)
-        return self._renderer.render(self._rows[ids], camera,
-                                     place=lambda k: self._place_fixtures(int(ids[k]), self._renderer.client))
+        return self._renderer.render(
+            self._rows[ids], camera, place=lambda k: self._place_fixtures(int(ids[k]), self._renderer.client)
+        )
 
     def close(self) -> None:
         for c in self._clients:

@@ -38,15 +38,16 @@ from embody.robots.peg_arm.kinematics import DOWN
 
 from ..base import InitState, SimConfig
 from ..task import Task, TaskConfig
-from .arm_common import ArmIO, WRENCH_SOURCES
+from .arm_common import WRENCH_SOURCES, ArmIO
 
 
 @dataclass
 class ArmReachConfig(TaskConfig):
     sim: SimConfig = field(default_factory=lambda: SimConfig(physics_dt=0.004, decimation=10, control="pd"))
     max_episode_steps: int = 75
-    reward_weights: dict[str, float] = field(default_factory=lambda: {
-        "reach": 1.0, "precise": 1.0, "action_rate": -0.05, "joint_vel": -0.002})
+    reward_weights: dict[str, float] = field(
+        default_factory=lambda: {"reach": 1.0, "precise": 1.0, "action_rate": -0.05, "joint_vel": -0.002}
+    )
     target_low: list[float] = field(default_factory=lambda: [0.4, -0.15, 0.05])  # m, base frame
     target_high: list[float] = field(default_factory=lambda: [0.6, 0.15, 0.25])
     home_tip: list[float] = field(default_factory=lambda: [0.5, 0.0, 0.15])  # tip position of the home pose
@@ -63,8 +64,10 @@ def check_reachable(io: ArmIO, points: np.ndarray, q0: np.ndarray, what: str, to
     err = np.linalg.norm(io.model.ee_pose(q)[0] - points, axis=1)
     if (err > tol).any():
         bad = points[np.argmax(err)]
-        raise ConfigError(f"{what} {bad.round(3).tolist()} is out of the arm's reach with the peg pointing down "
-                          f"(closest: {err.max() * 100:.1f} cm away)")
+        raise ConfigError(
+            f"{what} {bad.round(3).tolist()} is out of the arm's reach with the peg pointing down "
+            f"(closest: {err.max() * 100:.1f} cm away)"
+        )
     return q
 
 
@@ -73,16 +76,16 @@ class ArmReach(Task):
     robot_name = "peg_arm"
     config_class = ArmReachConfig
     # 500k env steps: ~100 s at ~5k steps/s on 2 cores, 100% success over 100 evaluation episodes
-    train_defaults = {"n_envs": 128, "steps": 500_000, "ppo.n_steps": 25, "ppo.lr": 1e-3,
-                      "policy.init_std": 0.5}
+    train_defaults = {"n_envs": 128, "steps": 500_000, "ppo.n_steps": 25, "ppo.lr": 1e-3, "policy.init_std": 0.5}
 
     def __init__(self, config: ArmReachConfig, robot, n_envs: int, seed: int = 0):
         super().__init__(config, robot, n_envs, seed)
         c = config
         lo, hi = np.asarray(c.target_low, float), np.asarray(c.target_high, float)
         if lo.shape != (3,) or hi.shape != (3,) or (lo > hi).any():
-            raise ConfigError(f"target_low {c.target_low} and target_high {c.target_high} must be 3 coordinates "
-                              f"with low <= high")
+            raise ConfigError(
+                f"target_low {c.target_low} and target_high {c.target_high} must be 3 coordinates with low <= high"
+            )
         if lo[2] < 0.02:
             raise ConfigError(f"targets must stay above the board (target_low z >= 0.02 m), got {lo[2]}")
         for name in ("action_scale", "success_radius"):
@@ -136,8 +139,18 @@ class ArmReach(Task):
     def observe(self, state: RobotState) -> np.ndarray:
         wrench = self.io.observe(state)
         self.tip = state.ee_pos
-        return np.concatenate([state.joint_pos - self.home, state.joint_vel, state.ee_pos, state.ee_quat, wrench,
-                               self.target, self.target - state.ee_pos], axis=1).astype(np.float32)
+        return np.concatenate(
+            [
+                state.joint_pos - self.home,
+                state.joint_vel,
+                state.ee_pos,
+                state.ee_quat,
+                wrench,
+                self.target,
+                self.target - state.ee_pos,
+            ],
+            axis=1,
+        ).astype(np.float32)
 
     def privileged_observe(self, state: RobotState) -> np.ndarray:
         return self.target.astype(np.float32)

@@ -51,10 +51,14 @@ class GymHumanoid(Task):
         k, s, j = len(env_ids), self.config.reset_noise, self.robot.n_joints
         u = lambda *shape: self.rng.uniform(-s, s, shape)  # noqa: E731
         quat = np.array([1.0, 0, 0, 0]) + u(k, 4)
-        return InitState(joint_pos=self.robot.default_pose + u(k, j), joint_vel=u(k, j),
-                         base_pos=np.array(self.robot.default_base_pos) + u(k, 3),
-                         base_quat=quat / np.linalg.norm(quat, axis=1, keepdims=True),
-                         base_lin_vel=u(k, 3), base_ang_vel=u(k, 3))
+        return InitState(
+            joint_pos=self.robot.default_pose + u(k, j),
+            joint_vel=u(k, j),
+            base_pos=np.array(self.robot.default_base_pos) + u(k, 3),
+            base_quat=quat / np.linalg.norm(quat, axis=1, keepdims=True),
+            base_lin_vel=u(k, 3),
+            base_ang_vel=u(k, 3),
+        )
 
     def action_to_command(self, action: np.ndarray) -> np.ndarray:
         return np.clip(action, -1.0, 1.0) * self.robot.torque_limit
@@ -62,8 +66,9 @@ class GymHumanoid(Task):
     def observe(self, state: RobotState) -> np.ndarray:
         p = state.privileged
         world_lin_vel = quat_rotate(p.base_quat, p.base_lin_vel)  # MuJoCo's qvel[:3]
-        return np.concatenate([p.base_pos[:, 2:], p.base_quat, state.joint_pos, world_lin_vel, p.base_ang_vel,
-                               state.joint_vel], axis=1).astype(np.float32)
+        return np.concatenate(
+            [p.base_pos[:, 2:], p.base_quat, state.joint_pos, world_lin_vel, p.base_ang_vel, state.joint_vel], axis=1
+        ).astype(np.float32)
 
     def _healthy(self, state: RobotState) -> np.ndarray:
         lo, hi = self.config.healthy_z

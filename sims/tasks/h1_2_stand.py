@@ -33,8 +33,9 @@ class H1_2StandConfig(TaskConfig):
     sim: SimConfig = field(default_factory=lambda: SimConfig(physics_dt=0.005, decimation=4))
     max_episode_steps: int = 1000  # 20 s
     # standing still: no swing-height term (contact rewards both feet down for a zero command)
-    reward_weights: dict[str, float] = field(default_factory=lambda: {
-        k: w for k, w in REWARD_WEIGHTS.items() if k != "feet_swing_height"})
+    reward_weights: dict[str, float] = field(
+        default_factory=lambda: {k: w for k, w in REWARD_WEIGHTS.items() if k != "feet_swing_height"}
+    )
     commands: Commands = field(default_factory=lambda: Commands((0.0, 0.0), (0.0, 0.0), (0.0, 0.0), 1.0))
     legged: Legged = field(default_factory=Legged)
     randomization: Randomization = field(default_factory=Randomization)
@@ -82,26 +83,33 @@ class H1_2Stand(H1_2Velocity):
 
     def observe(self, state: RobotState) -> np.ndarray:
         up = self.upper
-        return np.concatenate([super().observe(state), state.joint_pos[:, up] - self.q0[up],
-                               0.05 * state.joint_vel[:, up]], axis=1).astype(np.float32)
+        return np.concatenate(
+            [super().observe(state), state.joint_pos[:, up] - self.q0[up], 0.05 * state.joint_vel[:, up]], axis=1
+        ).astype(np.float32)
 
 
-def clip_table(clips: list[MotionClip], robot: RobotSpec, columns: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
+def clip_table(
+    clips: list[MotionClip], robot: RobotSpec, columns: np.ndarray, dt: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Clips resampled at the control period: frames (c, T_max, len(columns)) padded with each
     clip's last frame, and lengths (c,). Refuses clips that leave the joints' ranges."""
     tables = []
     for clip in clips:
         q = clip.to_robot(robot)
         if not np.isin(columns, [robot.joint_names.index(n) for n in clip.joint_names]).any():
-            raise MotionError(f"motion {clip.label!r} moves none of the joints this task plays ({robot.name} "
-                              f"{[robot.joint_names[i] for i in columns][:3]}...)")
+            raise MotionError(
+                f"motion {clip.label!r} moves none of the joints this task plays ({robot.name} "
+                f"{[robot.joint_names[i] for i in columns][:3]}...)"
+            )
         frames = q.sample(np.arange(0.0, q.duration + 1e-9, dt))[:, columns]
         lo, hi = robot.lower[columns], robot.upper[columns]
         outside = (frames < lo - 1e-6) | (frames > hi + 1e-6)
         if outside.any():
             j = columns[np.flatnonzero(outside.any(axis=0))[0]]
-            raise MotionError(f"motion {clip.label!r} takes {robot.joint_names[j]} outside its range "
-                              f"[{robot.lower[j]:g}, {robot.upper[j]:g}] rad")
+            raise MotionError(
+                f"motion {clip.label!r} takes {robot.joint_names[j]} outside its range "
+                f"[{robot.lower[j]:g}, {robot.upper[j]:g}] rad"
+            )
         tables.append(frames)
     lengths = np.array([len(t) for t in tables])
     out = np.stack([np.concatenate([t, np.repeat(t[-1:], lengths.max() - len(t), axis=0)]) for t in tables])

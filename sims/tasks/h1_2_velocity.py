@@ -52,9 +52,19 @@ class Randomization:
 
 # per second (legged_gym's convention; unitree_rl_gym's H1-2 values plus a torque penalty)
 REWARD_WEIGHTS = {
-    "tracking_lin_vel": 1.0, "tracking_ang_vel": 0.5, "lin_vel_z": -2.0, "ang_vel_xy": -0.05,
-    "orientation": -1.0, "base_height": -10.0, "action_rate": -0.01, "torques": -1e-5,
-    "joint_limits": -5.0, "hip_pos": -1.0, "feet_swing_height": -20.0, "contact": 0.18, "alive": 0.15,
+    "tracking_lin_vel": 1.0,
+    "tracking_ang_vel": 0.5,
+    "lin_vel_z": -2.0,
+    "ang_vel_xy": -0.05,
+    "orientation": -1.0,
+    "base_height": -10.0,
+    "action_rate": -0.01,
+    "torques": -1e-5,
+    "joint_limits": -5.0,
+    "hip_pos": -1.0,
+    "feet_swing_height": -20.0,
+    "contact": 0.18,
+    "alive": 0.15,
 }
 
 
@@ -101,10 +111,22 @@ class H1_2Velocity(Task):
     name = "h1_2-velocity"
     robot_name = "h1_2"
     config_class = H1_2VelocityConfig
-    train_defaults = {"n_envs": 64, "steps": 50_000_000, "max_time_s": 1800.0, "staggered_resets": True,
-                      "ppo.n_steps": 24, "ppo.lr": 3e-4, "ppo.lr_schedule": "constant", "ppo.epochs": 5, "ppo.minibatches": 4, "ppo.ent_coef": 0.01,
-                      "policy.actor_hidden": [256, 128], "policy.critic_hidden": [256, 128],
-                      "policy.activation": "elu", "policy.init_std": 0.8}
+    train_defaults = {
+        "n_envs": 64,
+        "steps": 50_000_000,
+        "max_time_s": 1800.0,
+        "staggered_resets": True,
+        "ppo.n_steps": 24,
+        "ppo.lr": 3e-4,
+        "ppo.lr_schedule": "constant",
+        "ppo.epochs": 5,
+        "ppo.minibatches": 4,
+        "ppo.ent_coef": 0.01,
+        "policy.actor_hidden": [256, 128],
+        "policy.critic_hidden": [256, 128],
+        "policy.activation": "elu",
+        "policy.init_std": 0.8,
+    }
 
     def __init__(self, config: H1_2VelocityConfig, robot: RobotSpec, n_envs: int, seed: int = 0):
         super().__init__(config, robot, n_envs, seed)
@@ -122,7 +144,7 @@ class H1_2Velocity(Task):
         r = c.randomization
         self.friction, self.added_mass, self.mass_scale = np.ones(n_envs), np.zeros(n_envs), np.ones(n_envs)
         self.push_vel, self.next_push = np.zeros((n_envs, 3)), np.full(n_envs, np.inf)
-        self.last_push_step = np.full(n_envs, -10**9)
+        self.last_push_step = np.full(n_envs, -(10**9))
         self.delay = np.zeros(n_envs, dtype=np.int64)
         self.action_history = np.zeros((r.action_delay_steps + 1, n_envs, len(self.legs)))
 
@@ -146,8 +168,14 @@ class H1_2Velocity(Task):
     # -- commands ------------------------------------------------------------------------
     def sample_commands(self, env_ids: np.ndarray) -> None:
         c, k = self.config, len(env_ids)
-        cmd = np.stack([_uniform(self.rng, c.commands.lin_vel_x, k), _uniform(self.rng, c.commands.lin_vel_y, k),
-                        _uniform(self.rng, c.commands.yaw_rate, k)], axis=1)
+        cmd = np.stack(
+            [
+                _uniform(self.rng, c.commands.lin_vel_x, k),
+                _uniform(self.rng, c.commands.lin_vel_y, k),
+                _uniform(self.rng, c.commands.yaw_rate, k),
+            ],
+            axis=1,
+        )
         cmd[self.rng.random(k) < c.commands.zero_fraction] = 0.0
         self.commands[env_ids] = cmd
 
@@ -155,12 +183,18 @@ class H1_2Velocity(Task):
         """Set (vx, vy, yaw rate) commands (k, 3) for ``env_ids``; values outside the trained ranges are refused."""
         c, commands = self.config, np.asarray(commands, dtype=np.float64)
         if commands.shape != (len(env_ids), 3) or not np.isfinite(commands).all():
-            raise ValueError(f"{self.name}: commands must be finite with shape ({len(env_ids)}, 3), got {commands.shape}")
-        for col, (name, (lo, hi)) in enumerate(zip(("vx", "vy", "yaw rate"), (c.commands.lin_vel_x, c.commands.lin_vel_y, c.commands.yaw_rate))):
+            raise ValueError(
+                f"{self.name}: commands must be finite with shape ({len(env_ids)}, 3), got {commands.shape}"
+            )
+        for col, (name, (lo, hi)) in enumerate(
+            zip(("vx", "vy", "yaw rate"), (c.commands.lin_vel_x, c.commands.lin_vel_y, c.commands.yaw_rate))
+        ):
             bad = (commands[:, col] < lo) | (commands[:, col] > hi)
             if bad.any():
-                raise ValueError(f"{self.name}: command {name} = {commands[bad, col][0]:g} lies outside the "
-                                 f"trained range [{lo:g}, {hi:g}]")
+                raise ValueError(
+                    f"{self.name}: command {name} = {commands[bad, col][0]:g} lies outside the "
+                    f"trained range [{lo:g}, {hi:g}]"
+                )
         self.commands[env_ids] = commands
 
     # -- episode -------------------------------------------------------------------------
@@ -169,9 +203,12 @@ class H1_2Velocity(Task):
         noise = self.rng.uniform(-1, 1, (k, n_j)) * self.config.legged.init_joint_noise
         noise[:, np.setdiff1d(np.arange(n_j), self.legs)] = 0.0
         q = np.clip(self.q0 + noise, self.robot.lower, self.robot.upper)
-        return InitState(joint_pos=q, joint_vel=np.zeros((k, n_j)),
-                         base_pos=np.tile(self.robot.default_base_pos, (k, 1)),
-                         base_quat=np.tile([1.0, 0, 0, 0], (k, 1)))
+        return InitState(
+            joint_pos=q,
+            joint_vel=np.zeros((k, n_j)),
+            base_pos=np.tile(self.robot.default_base_pos, (k, 1)),
+            base_quat=np.tile([1.0, 0, 0, 0], (k, 1)),
+        )
 
     def on_reset(self, env_ids: np.ndarray) -> None:
         super().on_reset(env_ids)
@@ -179,7 +216,7 @@ class H1_2Velocity(Task):
         self.steps[env_ids] = 0
         self.action_history[:, env_ids] = 0.0
         self.push_vel[env_ids] = 0.0
-        self.last_push_step[env_ids] = -10**9
+        self.last_push_step[env_ids] = -(10**9)
         self.next_push[env_ids] = self._push_interval(k) if r.enabled else np.inf
         self.delay[env_ids] = self.rng.integers(0, r.action_delay_steps + 1, k) if r.enabled else 0
 
@@ -193,8 +230,11 @@ class H1_2Velocity(Task):
         self.friction[env_ids] = _uniform(self.rng, r.friction, k)
         self.added_mass[env_ids] = _uniform(self.rng, r.added_base_mass, k)
         self.mass_scale[env_ids] = _uniform(self.rng, r.mass_scale, k)
-        return PhysicsParams(friction=self.friction[env_ids], added_base_mass=self.added_mass[env_ids],
-                             mass_scale=self.mass_scale[env_ids])
+        return PhysicsParams(
+            friction=self.friction[env_ids],
+            added_base_mass=self.added_mass[env_ids],
+            mass_scale=self.mass_scale[env_ids],
+        )
 
     def sample_pushes(self) -> tuple[np.ndarray, np.ndarray] | None:
         ids = np.flatnonzero(self.steps >= self.next_push)
@@ -239,25 +279,36 @@ class H1_2Velocity(Task):
 
     def observe(self, state: RobotState) -> np.ndarray:
         legs, phase = self.legs, self.gait_phase(state)[:, 0]
-        return np.concatenate([
-            0.25 * pelvis_ang_vel(state, self.mount),
-            projected_gravity(state, self.mount),
-            self.commands * np.array([2.0, 2.0, 0.25]),
-            state.joint_pos[:, legs] - self.q0[legs],
-            0.05 * state.joint_vel[:, legs],
-            self.last_action,
-            np.sin(2 * np.pi * phase)[:, None],
-            np.cos(2 * np.pi * phase)[:, None],
-        ], axis=1).astype(np.float32)
+        return np.concatenate(
+            [
+                0.25 * pelvis_ang_vel(state, self.mount),
+                projected_gravity(state, self.mount),
+                self.commands * np.array([2.0, 2.0, 0.25]),
+                state.joint_pos[:, legs] - self.q0[legs],
+                0.05 * state.joint_vel[:, legs],
+                self.last_action,
+                np.sin(2 * np.pi * phase)[:, None],
+                np.cos(2 * np.pi * phase)[:, None],
+            ],
+            axis=1,
+        ).astype(np.float32)
 
     def privileged_observe(self, state: RobotState) -> np.ndarray:
         p = state.privileged
         fresh = (self.steps - self.last_push_step) * self.dt < 0.5
-        return np.concatenate([
-            p.base_lin_vel, p.base_pos[:, 2:3], p.contact_force / self.weight,
-            self.friction[:, None], self.added_mass[:, None], self.mass_scale[:, None],
-            self.push_vel * fresh[:, None], self.delay[:, None],
-        ], axis=1).astype(np.float32)
+        return np.concatenate(
+            [
+                p.base_lin_vel,
+                p.base_pos[:, 2:3],
+                p.contact_force / self.weight,
+                self.friction[:, None],
+                self.added_mass[:, None],
+                self.mass_scale[:, None],
+                self.push_vel * fresh[:, None],
+                self.delay[:, None],
+            ],
+            axis=1,
+        ).astype(np.float32)
 
     # -- terminations and rewards ----------------------------------------------------------
     def _gravity(self, state: RobotState) -> np.ndarray:
@@ -266,7 +317,9 @@ class H1_2Velocity(Task):
 
     def terminated(self, state: RobotState) -> np.ndarray:
         tilt = np.linalg.norm(self._gravity(state)[:, :2], axis=1)
-        return (tilt > self.config.legged.fall_tilt) | (state.privileged.base_pos[:, 2] < self.config.legged.fall_height)
+        return (tilt > self.config.legged.fall_tilt) | (
+            state.privileged.base_pos[:, 2] < self.config.legged.fall_height
+        )
 
     def reward(self, state: RobotState, action: np.ndarray):
         total, terms = super().reward(state, action)

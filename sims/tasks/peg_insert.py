@@ -63,8 +63,15 @@ from .arm_common import WRENCH_SOURCES, ArmIO
 from .arm_reach import check_reachable
 
 # observation layout
-Q, DQ, TIP, QUAT, WRENCH, LAST, TARGET = (slice(0, 7), slice(7, 14), slice(14, 17), slice(17, 21), slice(21, 27),
-                                          slice(27, 30), slice(30, 33))
+Q, DQ, TIP, QUAT, WRENCH, LAST, TARGET = (
+    slice(0, 7),
+    slice(7, 14),
+    slice(14, 17),
+    slice(17, 21),
+    slice(21, 27),
+    slice(27, 30),
+    slice(30, 33),
+)
 HOLE, YAW, CLEARANCE = slice(0, 3), 3, 4  # privileged layout
 OBS_SIZE, PRIVILEGED_SIZE = 33, 5
 MAX_CLEARANCE = 0.01  # m
@@ -74,8 +81,9 @@ MAX_CLEARANCE = 0.01  # m
 class PegInsertConfig(TaskConfig):
     sim: SimConfig = field(default_factory=lambda: SimConfig(decimation=20, control="pd"))
     max_episode_steps: int = 150
-    reward_weights: dict[str, float] = field(default_factory=lambda: {
-        "align": 0.5, "depth": 1.0, "inserted": 5.0, "force": -0.05, "action_rate": -0.01})
+    reward_weights: dict[str, float] = field(
+        default_factory=lambda: {"align": 0.5, "depth": 1.0, "inserted": 5.0, "force": -0.05, "action_rate": -0.01}
+    )
     hole_pos: list[float] = field(default_factory=lambda: [0.5, 0.0, 0.0])  # nominal mouth, m, base frame
     hole_xy_range: float = 0.008  # m, ± around hole_pos in x and y (needs fixture_pose when > 0)
     hole_yaw_range: float = 0.0  # rad, ± (needs fixture_pose when > 0)
@@ -103,14 +111,17 @@ def validate(c: PegInsertConfig) -> None:
     if c.clearance_range:
         lo, hi = (list(c.clearance_range) + [None])[:2] if len(c.clearance_range) == 2 else (None, None)
         if lo is None or not 0 <= lo <= hi <= MAX_CLEARANCE:
-            raise ConfigError(f"clearance_range must be [low, high] with 0 <= low <= high <= {MAX_CLEARANCE} m, "
-                              f"got {c.clearance_range}")
+            raise ConfigError(
+                f"clearance_range must be [low, high] with 0 <= low <= high <= {MAX_CLEARANCE} m, "
+                f"got {c.clearance_range}"
+            )
     for name in ("hole_xy_range", "hole_yaw_range", "start_xy_noise"):
         if getattr(c, name) < 0:
             raise ConfigError(f"{name} must be >= 0, got {getattr(c, name)}")
     if c.hole_xy_range > 0.05:
-        raise ConfigError(f"hole_xy_range must be <= 0.05 m (the board's hole stays under the arm), "
-                          f"got {c.hole_xy_range}")
+        raise ConfigError(
+            f"hole_xy_range must be <= 0.05 m (the board's hole stays under the arm), got {c.hole_xy_range}"
+        )
     for name in ("action_scale", "max_target_offset", "start_height", "force_limit"):
         if not getattr(c, name) > 0:
             raise ConfigError(f"{name} must be > 0, got {getattr(c, name)}")
@@ -135,8 +146,14 @@ class PegInsert(Task):
         clearance = config.clearance
         if config.clearance_range:
             clearance = float(np.random.default_rng([seed, 7]).uniform(*config.clearance_range))
-        return {"hole_pos": tuple(config.hole_pos), "hole_yaw": 0.0, "clearance": clearance,
-                "peg_radius": config.peg_radius, "peg_length": config.peg_length, "hole_depth": config.hole_depth}
+        return {
+            "hole_pos": tuple(config.hole_pos),
+            "hole_yaw": 0.0,
+            "clearance": clearance,
+            "peg_radius": config.peg_radius,
+            "peg_length": config.peg_length,
+            "hole_depth": config.hole_depth,
+        }
 
     def __init__(self, config: PegInsertConfig, robot, n_envs: int, seed: int = 0):
         super().__init__(config, robot, n_envs, seed)
@@ -149,8 +166,9 @@ class PegInsert(Task):
         start = self.nominal + [0.0, 0.0, c.start_height]
         self.home = check_reachable(self.io, start[None], robot.default_pose, "start position above hole_pos")[0]
         r = c.hole_xy_range + c.start_xy_noise
-        corners = np.array([self.nominal + [x, y, z] for x in (-r, r) for y in (-r, r) for z in (-c.insert_depth,
-                                                                                              c.start_height)])
+        corners = np.array(
+            [self.nominal + [x, y, z] for x in (-r, r) for y in (-r, r) for z in (-c.insert_depth, c.start_height)]
+        )
         check_reachable(self.io, corners, self.home, "hole position (with hole_xy_range)")
         self.hole = np.tile(self.nominal, (n_envs, 1))  # true mouth centre per env
         self.yaw = np.zeros(n_envs)
@@ -209,8 +227,11 @@ class PegInsert(Task):
 
     def reset_distribution(self, env_ids: np.ndarray) -> InitState:
         k, c = len(env_ids), self.config
-        tip = self.nominal + [0.0, 0.0, c.start_height] + np.c_[
-            self.rng.uniform(-c.start_xy_noise, c.start_xy_noise, (k, 2)), np.zeros(k)]
+        tip = (
+            self.nominal
+            + [0.0, 0.0, c.start_height]
+            + np.c_[self.rng.uniform(-c.start_xy_noise, c.start_xy_noise, (k, 2)), np.zeros(k)]
+        )
         q = self.io.model.ik(tip, DOWN[None], np.tile(self.home, (k, 1)), iters=30)
         self.target[env_ids], self.q_cmd[env_ids] = self.io.model.ee_pose(q)[0], q
         return InitState(joint_pos=q, joint_vel=np.zeros((k, 7)))
@@ -250,13 +271,23 @@ class PegInsert(Task):
     def observe(self, state: RobotState) -> np.ndarray:
         wrench = self.io.observe(state)
         self.peak_force = np.maximum(self.peak_force, np.linalg.norm(wrench[:, :3], axis=1))
-        return np.concatenate([state.joint_pos - self.home, state.joint_vel, state.ee_pos - self.nominal,
-                               state.ee_quat, wrench, np.clip(self.last_action, -1, 1), self.target - state.ee_pos],
-                              axis=1).astype(np.float32)
+        return np.concatenate(
+            [
+                state.joint_pos - self.home,
+                state.joint_vel,
+                state.ee_pos - self.nominal,
+                state.ee_quat,
+                wrench,
+                np.clip(self.last_action, -1, 1),
+                self.target - state.ee_pos,
+            ],
+            axis=1,
+        ).astype(np.float32)
 
     def privileged_observe(self, state: RobotState) -> np.ndarray:
-        return np.concatenate([self.hole - self.nominal, self.yaw[:, None],
-                               np.full((self.n_envs, 1), self.board.clearance)], axis=1).astype(np.float32)
+        return np.concatenate(
+            [self.hole - self.nominal, self.yaw[:, None], np.full((self.n_envs, 1), self.board.clearance)], axis=1
+        ).astype(np.float32)
 
     def depth(self, state: RobotState) -> np.ndarray:
         """(n,) how far the tip is below the hole's mouth [m] (negative above)."""
@@ -304,8 +335,14 @@ class ScriptedExpert:
     student from when the student cannot see the hole.
     """
 
-    def __init__(self, config: PegInsertConfig, approach: str = "hole", hover: float = 0.004,
-                 max_force: float = 25.0, press: float = 0.0005):
+    def __init__(
+        self,
+        config: PegInsertConfig,
+        approach: str = "hole",
+        hover: float = 0.004,
+        max_force: float = 25.0,
+        press: float = 0.0005,
+    ):
         if approach not in ("hole", "contact"):
             raise ValueError(f"approach must be 'hole' or 'contact', got {approach!r}")
         self.config, self.approach = config, approach
@@ -332,11 +369,14 @@ class ScriptedExpert:
         if self.approach == "contact":
             free = (height > 2e-3) & ~inside
             slide = ~free & ~insert  # pull the target ahead of the tip: friction holds a peg pressed on the board
-            goal[:, :2] = np.where(free[:, None], target[:, :2],
-                                   np.where(slide[:, None], 2 * hole[:, :2] - tip[:, :2], goal[:, :2]))
+            goal[:, :2] = np.where(
+                free[:, None], target[:, :2], np.where(slide[:, None], 2 * hole[:, :2] - tip[:, :2], goal[:, :2])
+            )
             goal[:, 2] = np.where(insert, goal[:, 2], hole[:, 2] - self.press)
         step = (goal - target) / c.action_scale
-        step[:, 2] = np.where(inside, step[:, 2], np.maximum(step[:, 2], -np.maximum(0.2, height / 0.01)))  # touch gently
+        step[:, 2] = np.where(
+            inside, step[:, 2], np.maximum(step[:, 2], -np.maximum(0.2, height / 0.01))
+        )  # touch gently
         back_off = force > self.max_force
         step[back_off, 2] = 0.2
         return torch.as_tensor(np.clip(step, -1.0, 1.0), dtype=torch.float32)

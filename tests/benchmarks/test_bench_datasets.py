@@ -8,16 +8,22 @@ import pytest
 pytest.importorskip("h5py")
 pytest.importorskip("pyarrow")
 
-ROWS = {"write state", "write 84x84 video", "load state-only, .loader()", "load state-only, DataLoader default collate",
-        "load + 84x84 video, .loader()"}
+ROWS = {
+    "write state",
+    "write 84x84 video",
+    "load state-only, .loader()",
+    "load state-only, DataLoader default collate",
+    "load + 84x84 video, .loader()",
+}
 
 
 def test_bench_datasets_measures_embody_and_the_hdf5_peer(tmp_path, capsys):
     from embody.benchmarks import BENCHMARKS, run_benchmark
 
     assert BENCHMARKS["datasets"] == "embody.benchmarks.datasets"
-    assert run_benchmark("datasets", ["--episodes", "2", "--frames", "12", "--repeats", "1",
-                                      "--out", str(tmp_path)]) == 0
+    assert (
+        run_benchmark("datasets", ["--episodes", "2", "--frames", "12", "--repeats", "1", "--out", str(tmp_path)]) == 0
+    )
     r = json.loads((tmp_path / "results.json").read_text())
     assert (r["episodes"], r["frames_per_episode"], r["total_frames"], r["video_episodes"]) == (2, 12, 24, 1)
     assert r["lerobot_reference_fps"] == 2900.0 and set(r["rows"]) == ROWS

@@ -11,8 +11,24 @@ from embody.sims import installed_simulators
 def test_bench_tasks_measures_each_task_on_each_simulator(tmp_path):
     from embody.benchmarks.tasks import main
 
-    assert main(["--task", "cartpole-swingup", "h1_2-velocity", "--sim", "mujoco", "--envs", "2", "--steps", "3",
-                 "--out", str(tmp_path)]) == 0
+    assert (
+        main(
+            [
+                "--task",
+                "cartpole-swingup",
+                "h1_2-velocity",
+                "--sim",
+                "mujoco",
+                "--envs",
+                "2",
+                "--steps",
+                "3",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     rows = json.loads((tmp_path / "results.json").read_text())
     assert [(r["task"], r["sim"]) for r in rows] == [("cartpole-swingup", "mujoco"), ("h1_2-velocity", "mujoco")]
     for r in rows:
@@ -35,8 +51,25 @@ def test_bench_tasks_reports_unsupported_pairs_instead_of_failing(tmp_path):
 def test_bench_learning_trains_evaluates_and_compares_with_random(tmp_path):
     from embody.benchmarks.learning import main
 
-    assert main(["--task", "cartpole-swingup", "--seeds", "1", "--budget", "10", "--steps", "20000",
-                 "--set", "n_envs=64", "--out", str(tmp_path)]) == 0
+    assert (
+        main(
+            [
+                "--task",
+                "cartpole-swingup",
+                "--seeds",
+                "1",
+                "--budget",
+                "10",
+                "--steps",
+                "20000",
+                "--set",
+                "n_envs=64",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     result = json.loads((tmp_path / "results.json").read_text())
     assert result["random"]["episodes"] == 20 and result["random"]["length_mean"] == 250
     (seed,) = result["seeds"]

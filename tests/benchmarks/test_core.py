@@ -46,9 +46,17 @@ def test_gym_humanoid_physics_matches_gymnasium_raw_stepping():
     d.qvel[:] = rng.uniform(-0.01, 0.01, m.nv)
     qadr, vadr = joint_addresses(m, robot)
     rows = lambda x: np.tile(x, (2, 1))  # noqa: E731
-    sim.reset(np.arange(2), InitState(rows(d.qpos[qadr]), rows(d.qvel[vadr]), base_pos=rows(d.qpos[:3]),
-                                      base_quat=rows(d.qpos[3:7]), base_lin_vel=rows(d.qvel[:3]),
-                                      base_ang_vel=rows(d.qvel[3:6])))
+    sim.reset(
+        np.arange(2),
+        InitState(
+            rows(d.qpos[qadr]),
+            rows(d.qvel[vadr]),
+            base_pos=rows(d.qpos[:3]),
+            base_quat=rows(d.qpos[3:7]),
+            base_lin_vel=rows(d.qvel[:3]),
+            base_ang_vel=rows(d.qvel[3:6]),
+        ),
+    )
     for _ in range(40):  # 0.6 s: the humanoid falls and its feet touch the floor
         action = rng.uniform(-1, 1, (2, 17))
         d.ctrl[:] = 0.4 * action[0]  # gymnasium's ctrl, in its actuator order (= our joint order)

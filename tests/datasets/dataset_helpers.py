@@ -26,8 +26,12 @@ def features(video: bool = True) -> dict:
 def smooth_frames(n: int, seed: int) -> np.ndarray:
     """(n, 32, 32, 3) uint8 moving gradients: easy on the codec, so decoded frames stay close."""
     yy, xx = np.mgrid[0:32, 0:32]
-    return np.stack([np.stack([(xx * 4 + 3 * i + seed * 20) % 256, (yy * 4 + i) % 256,
-                               np.full((32, 32), 60 + 30 * seed)], -1) for i in range(n)]).astype(np.uint8)
+    return np.stack(
+        [
+            np.stack([(xx * 4 + 3 * i + seed * 20) % 256, (yy * 4 + i) % 256, np.full((32, 32), 60 + 30 * seed)], -1)
+            for i in range(n)
+        ]
+    ).astype(np.uint8)
 
 
 def episode_arrays(n: int, seed: int, video: bool = True) -> dict[str, np.ndarray]:

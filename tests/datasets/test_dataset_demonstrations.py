@@ -30,8 +30,9 @@ def test_chosen_episodes_in_order_renamed_parts_and_a_loaded_dataset(tiny):
     assert np.array_equal(second.action_array(), written[0]["action"])
     ints = Demonstrations.from_dataset(root, ["embody.supervisor_event"], "action")
     assert ints.obs_parts == {"embody.supervisor_event": Part((), "int64")}
-    assert np.array_equal(ints.obs_arrays()["embody.supervisor_event"],
-                          np.concatenate([ep["embody.supervisor_event"] for ep in written]))
+    assert np.array_equal(
+        ints.obs_arrays()["embody.supervisor_event"], np.concatenate([ep["embody.supervisor_event"] for ep in written])
+    )
 
 
 def test_bad_requests_are_one_error_naming_the_dataset(tiny, tmp_path):
@@ -53,8 +54,8 @@ def test_bad_requests_are_one_error_naming_the_dataset(tiny, tmp_path):
 def test_a_recorded_dataset_trains_a_policy_and_saves(tmp_path):
     """`embody record` → from_dataset(embody.observation) → BC → a demonstrations file and back."""
     from embody.datasets.record import RecordConfig, record
-    from embody.policies.bc import BCConfig, train_bc
     from embody.policies.actor_critic import ActorCritic
+    from embody.policies.bc import BCConfig, train_bc
 
     out = tmp_path / "peg"
     record(RecordConfig(task="peg-insert", episodes=2, out=out, n_envs=2, video=False))

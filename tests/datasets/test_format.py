@@ -13,22 +13,28 @@ import pytest
 
 pa = pytest.importorskip("pyarrow")
 import pyarrow.parquet as pq  # noqa: E402
-
 from dataset_helpers import FPS, add_episode, episode_arrays, features, write_dataset  # noqa: E402
+
 from embody.datasets import (  # noqa: E402
     CODEBASE_VERSION,
     DatasetFormatError,
     DatasetWriter,
+    _storage,  # noqa: E402
     compact,
     feature,
     load,
     validate,
 )
-from embody.datasets import _storage  # noqa: E402
 
 CAM = "observation.images.front"
-ARRAY_KEYS = ["observation.state", "action", "observation.privileged", "embody.sim_state", "embody.command",
-              "embody.supervisor_event"]
+ARRAY_KEYS = [
+    "observation.state",
+    "action",
+    "observation.privileged",
+    "embody.sim_state",
+    "embody.command",
+    "embody.supervisor_event",
+]
 
 
 def _assert_same_arrays(ds, written):
@@ -61,8 +67,13 @@ def test_round_trip_arrays_frames_and_meta(tiny):
     info = json.loads((root / "meta/info.json").read_text())
     assert info["codebase_version"] == CODEBASE_VERSION == "v3.0"
     assert {k: info[k] for k in ("robot_type", "total_episodes", "total_frames", "total_tasks", "fps", "splits")} == {
-        "robot_type": "peg_arm", "total_episodes": 3, "total_frames": 18, "total_tasks": 2, "fps": FPS,
-        "splits": {"train": "0:3"}}
+        "robot_type": "peg_arm",
+        "total_episodes": 3,
+        "total_frames": 18,
+        "total_tasks": 2,
+        "fps": FPS,
+        "splits": {"train": "0:3"},
+    }
     assert info["chunks_size"] == 1000 and "data_files_size_in_mb" in info and "video_files_size_in_mb" in info
     assert info["data_path"] == "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
     assert info["video_path"] == "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
@@ -239,8 +250,9 @@ def test_add_frame_checks_features(tmp_path):
         with pytest.raises(ValueError, match="save"):
             w.save_episode()  # nothing buffered: every bad frame was refused
     with pytest.raises(ValueError, match="even"):
-        DatasetWriter(tmp_path / "odd", fps=FPS, features={"observation.images.x": feature("video", (31, 32, 3))},
-                      robot_type="r")
+        DatasetWriter(
+            tmp_path / "odd", fps=FPS, features={"observation.images.x": feature("video", (31, 32, 3))}, robot_type="r"
+        )
     with pytest.raises(ValueError, match="'/'"):
         DatasetWriter(tmp_path / "slash", fps=FPS, features={"a/b": feature("float32", (2,))}, robot_type="r")
 
@@ -358,7 +370,10 @@ def test_files_wrap_into_the_next_chunk(tmp_path):
     root = tmp_path / "ds"
     written = write_dataset(root, lengths=(2, 3, 2), chunk_size=2)
     assert sorted(p.relative_to(root).as_posix() for p in (root / "data").rglob("*.parquet")) == [
-        "data/chunk-000/file-000.parquet", "data/chunk-000/file-001.parquet", "data/chunk-001/file-000.parquet"]
+        "data/chunk-000/file-000.parquet",
+        "data/chunk-000/file-001.parquet",
+        "data/chunk-001/file-000.parquet",
+    ]
     assert (root / f"videos/{CAM}/chunk-001/file-000.mp4").is_file()
     _assert_same_arrays(load(root), written)
     assert validate(root) == []

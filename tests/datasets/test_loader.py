@@ -8,6 +8,7 @@ from torch.utils.data import DataLoader
 pytest.importorskip("pyarrow")
 
 from dataset_helpers import write_dataset  # noqa: E402
+
 from embody.datasets import EpisodeDataset, load  # noqa: E402
 
 CAM = "observation.images.front"
@@ -21,8 +22,9 @@ def state_only(tmp_path):
 
 def test_delta_timestamps_stack_and_pad_at_episode_boundaries(state_only):
     root, written = state_only
-    ds = EpisodeDataset(root, video=False,
-                        delta_timestamps={"observation.state": [-0.2, -0.1, 0.0], "action": [0.0, 0.1, 0.2, 0.3]})
+    ds = EpisodeDataset(
+        root, video=False, delta_timestamps={"observation.state": [-0.2, -0.1, 0.0], "action": [0.0, 0.1, 0.2, 0.3]}
+    )
     assert len(ds) == 10
     state = np.concatenate([ep["observation.state"] for ep in written])
     action = np.concatenate([ep["action"] for ep in written])

@@ -23,8 +23,12 @@ def minari_home(tmp_path, monkeypatch):
 
 def _write(root, with_policy_obs: bool = True):
     rng = np.random.default_rng(0)
-    features = {"observation.state": feature("float32", (4,)), "action": feature("float32", (2,)),
-                "next.reward": feature("float32", (1,)), "next.done": feature("bool", (1,))}
+    features = {
+        "observation.state": feature("float32", (4,)),
+        "action": feature("float32", (2,)),
+        "next.reward": feature("float32", (1,)),
+        "next.done": feature("bool", (1,)),
+    }
     if with_policy_obs:
         features["embody.observation"] = feature("float32", (6,))
     episodes = []
@@ -89,19 +93,32 @@ def _rollouts(env_id: str, max_steps: int, episodes: int) -> list:
             action = env.action_space.sample()
             obs, rew, term, trunc, _ = env.step(action)
             o.append(obs), a.append(action), r.append(rew), te.append(term), tr.append(trunc)
-        buffers.append(EpisodeBuffer(id=i, seed=i, observations=np.stack(o), actions=np.stack(a), rewards=r,
-                                     terminations=te, truncations=tr, infos={}))
+        buffers.append(
+            EpisodeBuffer(
+                id=i,
+                seed=i,
+                observations=np.stack(o),
+                actions=np.stack(a),
+                rewards=r,
+                terminations=te,
+                truncations=tr,
+                infos={},
+            )
+        )
     env.close()
     return buffers
 
 
-@pytest.mark.parametrize("env_id,max_steps,data_format", [("CartPole-v1", 25, "hdf5"), ("Pendulum-v1", 12, "hdf5"),
-                                                          ("CartPole-v1", 25, "arrow")])
+@pytest.mark.parametrize(
+    "env_id,max_steps,data_format",
+    [("CartPole-v1", 25, "hdf5"), ("Pendulum-v1", 12, "hdf5"), ("CartPole-v1", 25, "arrow")],
+)
 def test_import_a_dataset_minari_wrote(tmp_path, minari_home, env_id, max_steps, data_format):
     buffers = _rollouts(env_id, max_steps, episodes=4)
     with pytest.warns(UserWarning):  # minari warns about the missing author, code_permalink, ...
-        mds = minari.create_dataset_from_buffers(f"test/{env_id.lower()}-v0", buffers, env=env_id,
-                                                 data_format=data_format)
+        mds = minari.create_dataset_from_buffers(
+            f"test/{env_id.lower()}-v0", buffers, env=env_id, data_format=data_format
+        )
     ds = import_minari(minari_home / "test" / f"{env_id.lower()}-v0", tmp_path / "ours", fps=50)
     assert ds.num_episodes == 4 and ds.num_frames == mds.total_steps
     assert ds.info["robot_type"] == env_id and ds.tasks == [f"test/{env_id.lower()}-v0"]
@@ -126,8 +143,9 @@ def test_import_a_dataset_minari_wrote(tmp_path, minari_home, env_id, max_steps,
 def test_import_accepts_the_data_dir_or_the_hdf5_file_and_names_bad_files(tmp_path, minari_home):
     _write(tmp_path / "ds")
     data_dir = export_minari(tmp_path / "ds")
-    ds = import_minari(data_dir / "main_data.hdf5", tmp_path / "a", fps=50, robot_type="peg_arm",
-                       observation_key="embody.observation")
+    ds = import_minari(
+        data_dir / "main_data.hdf5", tmp_path / "a", fps=50, robot_type="peg_arm", observation_key="embody.observation"
+    )
     assert ds.features["embody.observation"]["shape"] == (6,) and ds.num_frames == sum(LENGTHS)
     assert ds.features["action"]["dtype"] == "float32"
 

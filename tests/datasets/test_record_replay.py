@@ -28,8 +28,19 @@ def test_recording_holds_the_standard_and_embody_columns(peg_dataset):
     assert ds.num_episodes == 2 and validate(peg_dataset) == []
     assert ds.info["robot_type"] == "peg_arm" and ds.info["embody"]["recording"]["task"] == "peg-insert"
     ep = ds.episode(0)
-    for key in ("observation.state", "action", "next.reward", "next.done", "embody.observation", "embody.privileged",
-                "embody.joint_target", "embody.sim_state", "embody.physics", "embody.push", "embody.fixture.board"):
+    for key in (
+        "observation.state",
+        "action",
+        "next.reward",
+        "next.done",
+        "embody.observation",
+        "embody.privileged",
+        "embody.joint_target",
+        "embody.sim_state",
+        "embody.physics",
+        "embody.push",
+        "embody.fixture.board",
+    ):
         assert key in ep and len(ep[key]) == len(ep["frame_index"]), key
     assert ep["next.done"][-1] and not ep["next.done"][:-1].any()
     assert np.ptp(ep["embody.fixture.board"], axis=0).max() == 0  # one board pose per episode
@@ -50,8 +61,15 @@ def test_replay_on_another_simulator_is_refused_by_name(peg_dataset):
 @pytest.mark.slow
 def test_video_round_trip_within_codec_loss(tmp_path):
     out = tmp_path / "reach"
-    record(RecordConfig(task="arm-reach", episodes=1, out=out, n_envs=1,
-                        overrides=["env.sim.render_width=64", "env.sim.render_height=48", "env.max_episode_steps=20"]))
+    record(
+        RecordConfig(
+            task="arm-reach",
+            episodes=1,
+            out=out,
+            n_envs=1,
+            overrides=["env.sim.render_width=64", "env.sim.render_height=48", "env.max_episode_steps=20"],
+        )
+    )
     ds = load(out)
     recorded = ds.frames(0, "observation.images.main")
     assert recorded.shape == (20, 48, 64, 3)
@@ -65,8 +83,9 @@ def test_video_round_trip_within_codec_loss(tmp_path):
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "embody.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "embody.cli", *map(str, args)], capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.mark.slow
@@ -78,7 +97,9 @@ def test_dataset_commands(peg_dataset, tmp_path):
     assert len(stats["observation.state"]["mean"]) == 7
     out = cli("dataset", "plot", peg_dataset, "--out", tmp_path / "plots")
     assert out.returncode == 0 and len(list((tmp_path / "plots").glob("*.png"))) == 7 + 3  # joints + actions
-    exported = cli("dataset", "export-minari", peg_dataset, "--out", tmp_path / "minari", "--dataset-id", "embody/peg-v0")
+    exported = cli(
+        "dataset", "export-minari", peg_dataset, "--out", tmp_path / "minari", "--dataset-id", "embody/peg-v0"
+    )
     assert exported.returncode == 0, exported.stderr
     back = cli("dataset", "import-minari", tmp_path / "minari", "--out", tmp_path / "back", "--fps", 25)
     assert back.returncode == 0 and load(tmp_path / "back").num_frames == load(peg_dataset).num_frames
@@ -90,12 +111,24 @@ def test_dataset_commands(peg_dataset, tmp_path):
 def test_replay_on_the_simulated_arm_goes_through_the_supervisor(tmp_path):
     """robot-sim's board sits at the nominal hole: record one episode there and insert the peg again."""
     pytest.importorskip("cyclonedds", reason="needs the hardware extra")
-    record(RecordConfig(task="peg-insert", episodes=1, out=tmp_path / "nominal", n_envs=1, video=False,
-                        overrides=["env.hole_xy_range=0"]))
-    out = cli("replay", tmp_path / "nominal", "--robot", "peg_arm", "--target", "sim", "--domain",
-              190 + os.getpid() % 30)
+    record(
+        RecordConfig(
+            task="peg-insert",
+            episodes=1,
+            out=tmp_path / "nominal",
+            n_envs=1,
+            video=False,
+            overrides=["env.hole_xy_range=0"],
+        )
+    )
+    out = cli(
+        "replay", tmp_path / "nominal", "--robot", "peg_arm", "--target", "sim", "--domain", 190 + os.getpid() % 30
+    )
     summary = json.loads(out.stdout)
     frames = load(tmp_path / "nominal").num_frames
     assert summary["ended_in"] == "POLICY" and summary["commands"] == frames, summary
-    assert [(e["from"], e["to"]) for e in summary["events"][:3]] == [("ZERO_TORQUE", "RAMP"), ("RAMP", "HOLD"),
-                                                                    ("HOLD", "POLICY")]
+    assert [(e["from"], e["to"]) for e in summary["events"][:3]] == [
+        ("ZERO_TORQUE", "RAMP"),
+        ("RAMP", "HOLD"),
+        ("HOLD", "POLICY"),
+    ]

@@ -53,12 +53,15 @@ def test_http_error_status(server):
         client.chat(MESSAGES)
 
 
-@pytest.mark.parametrize("body, match", [
-    (b"<html>not json", "malformed JSON: '<html>not json'"),
-    (b'{"choices": []}', r"without choices\[0\].message.content"),
-    (b'{"object": "error"}', r"without choices\[0\].message.content"),
-    (b'{"choices": [{"message": {"content": null}}]}', r"without choices\[0\].message.content"),
-])
+@pytest.mark.parametrize(
+    "body, match",
+    [
+        (b"<html>not json", "malformed JSON: '<html>not json'"),
+        (b'{"choices": []}', r"without choices\[0\].message.content"),
+        (b'{"object": "error"}', r"without choices\[0\].message.content"),
+        (b'{"choices": [{"message": {"content": null}}]}', r"without choices\[0\].message.content"),
+    ],
+)
 def test_malformed_reply(server, body, match):
     server.fail(200, body)
     with pytest.raises(ChatError, match=match):

@@ -34,11 +34,31 @@ def test_unknown_names_are_one_clear_line(tmp_path):
 @pytest.mark.slow
 def test_train_eval_video_resume(tmp_path):
     out = tmp_path / "run"
-    r = run("train", "cartpole-swingup", "--envs", "8", "--steps", "2048", "--out", str(out),
-            "--set", "ppo.n_steps=64", "--set", "eval_episodes=2")
+    r = run(
+        "train",
+        "cartpole-swingup",
+        "--envs",
+        "8",
+        "--steps",
+        "2048",
+        "--out",
+        str(out),
+        "--set",
+        "ppo.n_steps=64",
+        "--set",
+        "eval_episodes=2",
+    )
     assert r.returncode == 0, r.stderr
-    for name in ("config.yaml", "metrics.jsonl", "metrics.csv", "learning_curve.png", "eval.json", "eval.mp4",
-                 "checkpoint/model.safetensors", "checkpoint/checkpoint.json"):
+    for name in (
+        "config.yaml",
+        "metrics.jsonl",
+        "metrics.csv",
+        "learning_curve.png",
+        "eval.json",
+        "eval.mp4",
+        "checkpoint/model.safetensors",
+        "checkpoint/checkpoint.json",
+    ):
         assert (out / name).is_file(), name
     assert "steps/s" in r.stderr and "<" in r.stderr  # progress with rate and ETA
     summary = json.loads((out / "eval.json").read_text())

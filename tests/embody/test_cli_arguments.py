@@ -41,11 +41,25 @@ INPUT_PATHS = {
     "blindfolded import": [["blindfolded", "import", "--dataset", MISSING, "--out", "{tmp}/b"]],
     "blindfolded merge": [["blindfolded", "merge", "--from", MISSING, "--out", "{tmp}/b"]],
 }
-NO_INPUT_FILES = {"list", "bench", "robot-sim", "dataset validate", "plan eval", "mpa train", "blindfolded collect",
-                  "blindfolded eval", "blindfolded study"}  # (validate reports a missing folder as a problem, exit 1)
-BAD = {"an integer >= 1": ["0", "-5", "1.5", "x"], "an integer >= 0": ["-1", "x"], "an integer": ["1.5", "x"],
-       "a number > 0": ["0", "-1", "nan", "inf", "x"], "a number >= 0": ["-0.5", "nan", "x"],
-       "a number in [0, 1]": ["-0.1", "1.5", "nan"]}
+NO_INPUT_FILES = {
+    "list",
+    "bench",
+    "robot-sim",
+    "dataset validate",
+    "plan eval",
+    "mpa train",
+    "blindfolded collect",
+    "blindfolded eval",
+    "blindfolded study",
+}  # (validate reports a missing folder as a problem, exit 1)
+BAD = {
+    "an integer >= 1": ["0", "-5", "1.5", "x"],
+    "an integer >= 0": ["-1", "x"],
+    "an integer": ["1.5", "x"],
+    "a number > 0": ["0", "-1", "nan", "inf", "x"],
+    "a number >= 0": ["-0.5", "nan", "x"],
+    "a number in [0, 1]": ["-0.1", "1.5", "nan"],
+}
 
 
 def _leaf_parsers():
@@ -80,14 +94,21 @@ def _minimal_argv(name: str, parser: argparse.ArgumentParser, skip: argparse.Act
 
 
 def _numeric_arguments():
-    return [(name, parser, a) for name, parser in _leaf_parsers() for a in parser._actions
-            if getattr(a.type, "checked", False) and a.type.__name__.replace("_", " ") in BAD]
+    return [
+        (name, parser, a)
+        for name, parser in _leaf_parsers()
+        for a in parser._actions
+        if getattr(a.type, "checked", False) and a.type.__name__.replace("_", " ") in BAD
+    ]
 
 
 def test_every_numeric_argument_declares_its_range():
-    unchecked = [f"{name} {'/'.join(a.option_strings) or a.dest}: type={a.type.__name__}"
-                 for name, parser in _leaf_parsers() for a in parser._actions
-                 if a.type in (int, float)]
+    unchecked = [
+        f"{name} {'/'.join(a.option_strings) or a.dest}: type={a.type.__name__}"
+        for name, parser in _leaf_parsers()
+        for a in parser._actions
+        if a.type in (int, float)
+    ]
     assert not unchecked, "use embody.commands' range-checked types:\n" + "\n".join(unchecked)
     assert len(_numeric_arguments()) > 30  # the walk found the commands' numeric flags
 
@@ -97,13 +118,21 @@ def test_every_command_lists_its_input_files():
     assert names == set(INPUT_PATHS) | NO_INPUT_FILES, "add new commands to INPUT_PATHS or NO_INPUT_FILES"
 
 
-@pytest.mark.parametrize("name,parser,action", _numeric_arguments(),
-                         ids=lambda x: x.replace(" ", "-") if isinstance(x, str) else
-                         (x.option_strings or [x.dest])[0] if isinstance(x, argparse.Action) else "")
+@pytest.mark.parametrize(
+    "name,parser,action",
+    _numeric_arguments(),
+    ids=lambda x: (
+        x.replace(" ", "-")
+        if isinstance(x, str)
+        else (x.option_strings or [x.dest])[0]
+        if isinstance(x, argparse.Action)
+        else ""
+    ),
+)
 def test_bad_numbers_are_one_clear_line(name, parser, action, capsys):
     for bad in BAD[action.type.__name__.replace("_", " ")]:
         argv = _minimal_argv(name, parser, action)
-        argv = argv[:len(name.split())] + [*action.option_strings[:1], bad] + argv[len(name.split()):]
+        argv = argv[: len(name.split())] + [*action.option_strings[:1], bad] + argv[len(name.split()) :]
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert f"embody {name}: error: argument" in err and "expected" in err, err

@@ -31,12 +31,15 @@ def test_overrides_are_typed_and_nested():
     assert from_dict(Outer, to_dict(cfg)) == cfg
 
 
-@pytest.mark.parametrize("text, message", [
-    ("inner.lrr=1", "unknown config key 'inner.lrr'.*lr"),
-    ("steps=many", "steps: expected int"),
-    ("inner.mode=c", "not one of"),
-    ("nokey", "key=value"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("inner.lrr=1", "unknown config key 'inner.lrr'.*lr"),
+        ("steps=many", "steps: expected int"),
+        ("inner.mode=c", "not one of"),
+        ("nokey", "key=value"),
+    ],
+)
 def test_bad_overrides_fail_clearly(text, message):
     with pytest.raises(ConfigError, match=message):
         apply_override(Outer(), *parse_override(text))

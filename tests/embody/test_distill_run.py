@@ -34,8 +34,23 @@ def test_distill_cli_reports_bad_config(capsys, tmp_path):
 def test_tiny_distillation_end_to_end(tmp_path):
     """`embody distill peg-insert --scale tiny` (~1 min on 2 cores) writes a run that `embody eval` reads."""
     run = tmp_path / "run"
-    assert main(["distill", "peg-insert", "--scale", "tiny", "--out", str(run), "--set", "dagger.iterations=2",
-                 "--set", "eval_episodes=16"]) == 0
+    assert (
+        main(
+            [
+                "distill",
+                "peg-insert",
+                "--scale",
+                "tiny",
+                "--out",
+                str(run),
+                "--set",
+                "dagger.iterations=2",
+                "--set",
+                "eval_episodes=16",
+            ]
+        )
+        == 0
+    )
     for name in ("config.yaml", "distill.yaml", "metrics.jsonl", "metrics.csv", "eval.json", "checkpoint"):
         assert (run / name).exists(), name
     result = json.loads((run / "eval.json").read_text())

@@ -110,8 +110,23 @@ def site(tmp_path_factory) -> Path:
     """Both packages installed into one folder, offline, by the venv's pip (its setuptools builds them)."""
     root = tmp_path_factory.mktemp("plugins")
     packages = [write_package(root / "hello", HELLO), write_package(root / "broken", BROKEN)]
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-                    "--target", str(root / "site"), *map(str, packages)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+            str(root / "site"),
+            *map(str, packages),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return root / "site"
 
 
@@ -133,11 +148,15 @@ def test_an_installed_plugin_adds_commands_policies_and_studies(site, tmp_path):
     assert "HelloPolicy" in lines["policies"] and "ActorCritic" in lines["policies"]  # the core's still there
     assert "hello (embody hello --name study)" in lines["studies"]
     # The failing plugins are named, each with its error's first line only.
-    assert "  plugin noimport failed to load: ModuleNotFoundError: No module named 'embody_no_such_dependency'" in \
-        run.stdout.splitlines()
+    assert (
+        "  plugin noimport failed to load: ModuleNotFoundError: No module named 'embody_no_such_dependency'"
+        in run.stdout.splitlines()
+    )
     assert "  plugin raises failed to load: RuntimeError: no licence for this robot" in run.stdout.splitlines()
-    assert "  plugin clash failed to load: ValueError: command 'train' is already registered by embody" in \
-        run.stdout.splitlines()
+    assert (
+        "  plugin clash failed to load: ValueError: command 'train' is already registered by embody"
+        in run.stdout.splitlines()
+    )
     assert "second line" not in run.stdout
     assert "noimport (" not in lines["plugins"] and "raises (" not in lines["plugins"]
 

@@ -33,17 +33,31 @@ def resting_state(robot: RobotSpec) -> RobotState:
         ee_pos, rot = ArmModel(robot).ee_pose(q[None])
         ee_quat, wrench = np.array([[0.0, 1.0, 0.0, 0.0]]), np.array([[0.0, 0.0, 8.4, 0.0, 0.0, 0.0]])
     imu = robot.sensors.imu_site is not None
-    return RobotState(joint_pos=q[None], joint_vel=np.zeros((1, n)), joint_torque=np.zeros((1, n)), time=np.zeros(1),
-                      imu_quat=np.array([[1.0, 0.0, 0.0, 0.0]]) if imu else None,
-                      imu_gyro=np.zeros((1, 3)) if imu else None, imu_accel=np.array([[0.0, 0.0, 9.81]]) if imu else None,
-                      ee_pos=ee_pos, ee_quat=ee_quat, wrench=wrench)
+    return RobotState(
+        joint_pos=q[None],
+        joint_vel=np.zeros((1, n)),
+        joint_torque=np.zeros((1, n)),
+        time=np.zeros(1),
+        imu_quat=np.array([[1.0, 0.0, 0.0, 0.0]]) if imu else None,
+        imu_gyro=np.zeros((1, 3)) if imu else None,
+        imu_accel=np.array([[0.0, 0.0, 9.81]]) if imu else None,
+        ee_pos=ee_pos,
+        ee_quat=ee_quat,
+        wrench=wrench,
+    )
 
 
 class FakeRobot:
     """RobotInterface; ``fault`` in FAULTS injected when the supervisor first is in phase ``at``."""
 
-    def __init__(self, robot: RobotSpec, config: SupervisorConfig | None = None, fault: str | None = None,
-                 at: Phase | None = None, period: float = 0.002):
+    def __init__(
+        self,
+        robot: RobotSpec,
+        config: SupervisorConfig | None = None,
+        fault: str | None = None,
+        at: Phase | None = None,
+        period: float = 0.002,
+    ):
         self.robot, self.fault, self.at, self.period = robot, fault, at, period
         arm = robot.sensors.imu_site is None
         config = config or SupervisorConfig(ramp_s=0.3, max_tilt_rad=None if arm else 1.0)
@@ -112,7 +126,9 @@ class FakeRobot:
         if self.fault == "lost":
             self._lost = True
         elif self.fault == "fall":
-            self.state = dataclasses.replace(self.state, imu_quat=np.array([[np.cos(np.pi / 4), np.sin(np.pi / 4), 0, 0]]))
+            self.state = dataclasses.replace(
+                self.state, imu_quat=np.array([[np.cos(np.pi / 4), np.sin(np.pi / 4), 0, 0]])
+            )
         elif self.fault == "estop":
             self.supervisor.estop("e-stop button")
         elif self.fault == "nan":

@@ -65,8 +65,9 @@ def test_deployed_observation_equals_training_observation_bit_for_bit(task, tmp_
 
 
 def deploy_cli(*args, timeout=180):
-    return subprocess.run([sys.executable, "-m", "embody.cli", "deploy", *map(str, args)], capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "embody.cli", "deploy", *map(str, args)], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_deploy_refuses_a_robot_the_run_was_not_trained_for(velocity_run):
@@ -83,9 +84,24 @@ def test_deploy_refuses_an_unknown_target(velocity_run):
 def test_deploy_runs_the_whole_sequence_on_the_simulated_robot(velocity_run, tmp_path):
     """zero torque → ramp → hold → band released → policy → damping at exit, over loopback DDS,
     recorded into a dataset."""
-    out = deploy_cli(velocity_run, "--robot", "h1_2", "--target", "sim", "--domain", DOMAIN, "--duration", 1.0,
-                     "--ramp", 0.5, "--command", "0,0,0", "--record", tmp_path / "deployed")
-    summary = json.loads(out.stdout[out.stdout.index("{"):])
+    out = deploy_cli(
+        velocity_run,
+        "--robot",
+        "h1_2",
+        "--target",
+        "sim",
+        "--domain",
+        DOMAIN,
+        "--duration",
+        1.0,
+        "--ramp",
+        0.5,
+        "--command",
+        "0,0,0",
+        "--record",
+        tmp_path / "deployed",
+    )
+    summary = json.loads(out.stdout[out.stdout.index("{") :])
     phases = [(e["from"], e["to"]) for e in summary["events"]]
     assert phases[:3] == [("ZERO_TORQUE", "RAMP"), ("RAMP", "HOLD"), ("HOLD", "POLICY")], summary["events"]
     # an untrained policy may fall once the band is released: then the supervisor must have damped it

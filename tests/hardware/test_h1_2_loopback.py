@@ -157,9 +157,17 @@ def test_bad_crc_states_are_dropped_and_counted(robot):
 
     domain = DOMAIN + 2
     writer, _ = dds.endpoints(domain, "lo", (msg.TOPIC_LOWSTATE, msg.LowState_), None)
-    good = msg.lowstate_from_arrays(q=np.zeros(35), dq=np.zeros(35), ddq=np.zeros(35), tau_est=np.zeros(35),
-                                    temperature=np.zeros(35, np.int16), quaternion=[1, 0, 0, 0], gyroscope=np.zeros(3),
-                                    accelerometer=[0, 0, 9.81], rpy=np.zeros(3))
+    good = msg.lowstate_from_arrays(
+        q=np.zeros(35),
+        dq=np.zeros(35),
+        ddq=np.zeros(35),
+        tau_est=np.zeros(35),
+        temperature=np.zeros(35, np.int16),
+        quaternion=[1, 0, 0, 0],
+        gyroscope=np.zeros(3),
+        accelerometer=[0, 0, 9.81],
+        rpy=np.zeros(3),
+    )
     bad = msg.lowstate_from_arrays(**{k: v for k, v in msg.lowstate_arrays(good).items()})
     bad.crc ^= 1
     driver = H1_2Driver(iface="lo", domain=domain, robot=robot)

@@ -41,8 +41,14 @@ def driver_in_hold(robot, **cfg) -> PegArmDriver:
     sim_control(DOMAIN, "lo", reset=True)
     time.sleep(0.2)
     driver = PegArmDriver(iface="lo", domain=DOMAIN, robot=robot)
-    config = {"ramp_s": 0.5, "max_tilt_rad": None, "max_wrench_n": 15.0, "passive_before_ramp": True,
-              "workspace": ((0.2, -0.5, -0.06), (0.9, 0.5, 1.0)), **cfg}
+    config = {
+        "ramp_s": 0.5,
+        "max_tilt_rad": None,
+        "max_wrench_n": 15.0,
+        "passive_before_ramp": True,
+        "workspace": ((0.2, -0.5, -0.06), (0.9, 0.5, 1.0)),
+        **cfg,
+    }
     driver.supervisor = SafetySupervisor(robot, SupervisorConfig(**config))
     driver.connect(timeout_s=10.0)
     driver.supervisor.start_ramp()
@@ -96,6 +102,7 @@ def test_leaving_the_workspace_damps(sim, robot):
 
 
 def test_the_band_is_for_the_humanoid():
-    out = subprocess.run([sys.executable, "-m", "embody.cli", "robot-sim", "peg_arm", "--band"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "embody.cli", "robot-sim", "peg_arm", "--band"], capture_output=True, text=True
+    )
     assert out.returncode == 2 and "--band holds a humanoid" in out.stderr

@@ -35,8 +35,9 @@ def h1():
 def hold_step(driver):
     """A step that holds the default pose (targets for the actuated joints, as deploy and replay send)."""
     robot = driver.robot
-    return lambda tick, t: driver.send_command(JointCommand.pd_actuated(robot, robot.default_pose[robot.actuated])) \
-        is not None
+    return lambda tick, t: (
+        driver.send_command(JointCommand.pd_actuated(robot, robot.default_pose[robot.actuated])) is not None
+    )
 
 
 def assert_ended_in_damping(summary, driver: FakeRobot, fault: str, stage: str) -> None:
@@ -56,14 +57,15 @@ def test_a_fault_in_each_stage_ends_in_damping_with_the_summary(h1, phase, fault
     assert driver.injected_in is phase
     assert_ended_in_damping(summary, driver, fault, phase.name.lower())
     stages = ["connect", "ramp", "hold", "policy"]
-    assert summary.reached == stages[:stages.index(phase.name.lower()) + 1] + ["damping"]
+    assert summary.reached == stages[: stages.index(phase.name.lower()) + 1] + ["damping"]
     assert (summary.ticks > 0) == (phase is Phase.POLICY)
 
 
 def test_a_clean_session_reaches_every_stage_at_its_rate(h1):
     driver, released = FakeRobot(h1), []
     summary = SupervisedSession(driver, FAST, on_hold=lambda: released.append(driver.supervisor.phase)).run(
-        hold_step(driver))
+        hold_step(driver)
+    )
     assert summary.fault is None and summary.exit_code == exits.OK and summary.ended_in == "POLICY"
     assert summary.reached == ["connect", "ramp", "hold", "policy", "damping"] and released == [Phase.HOLD]
     assert summary.counters["faults"] == 0 and summary.events[-1]["reason"] == "driver closing"
@@ -115,6 +117,7 @@ def test_the_cli_prints_the_summary_and_names_the_fault(capsys):
 
 
 # -- deploy, replay and teleop end a fault identically (they run the same session) -----------------------
+
 
 @pytest.fixture(scope="module")
 def peg_run(tmp_path_factory):
@@ -173,12 +176,20 @@ def teleoperated(fault, at):
 def test_deploy_replay_and_teleop_end_a_fault_identically(peg_run, monkeypatch, fault, at):
     """The issue's case first: the robot lost during the ramp (robot-sim killed) ended deploy with a
     RuntimeError and no summary; now all three end in damping with the summary and exit code 1."""
-    summaries = {"deploy": deployed(peg_run, monkeypatch, fault, at), "replay": replayed(monkeypatch, fault, at),
-                 "teleop": teleoperated(fault, at)}
+    summaries = {
+        "deploy": deployed(peg_run, monkeypatch, fault, at),
+        "replay": replayed(monkeypatch, fault, at),
+        "teleop": teleoperated(fault, at),
+    }
     keys = ("reached", "stage", "ended_in", "exit_code")
     same = {name: {k: s[k] for k in keys} for name, s in summaries.items()}
     assert same["deploy"] == same["replay"] == same["teleop"], same
-    assert same["deploy"] == {"reached": ["connect", "ramp", "hold", "policy"][:["ramp", "hold", "policy"].index(
-        at.value) + 2] + ["damping"], "stage": at.value, "ended_in": "DAMPING", "exit_code": 1}
+    assert same["deploy"] == {
+        "reached": ["connect", "ramp", "hold", "policy"][: ["ramp", "hold", "policy"].index(at.value) + 2]
+        + ["damping"],
+        "stage": at.value,
+        "ended_in": "DAMPING",
+        "exit_code": 1,
+    }
     for name, s in summaries.items():
         assert REASON[fault] in s["fault"] and s["counters"][COUNTER[fault]] == 1 == s["counters"]["faults"], name

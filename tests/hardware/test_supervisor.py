@@ -13,13 +13,20 @@ import numpy as np
 import pytest
 
 from embody.hardware.interface import JointCommand
-from embody.hardware.supervisor import (COUNTERS, Event, Phase, PhaseError, SafetySupervisor, SupervisorConfig,
-                                        UnsafeCommand, tilt_rad)
+from embody.hardware.supervisor import (
+    COUNTERS,
+    Event,
+    Phase,
+    PhaseError,
+    SafetySupervisor,
+    SupervisorConfig,
+    UnsafeCommand,
+    tilt_rad,
+)
 from embody.robots import RobotState, get_robot
 from embody.rotations import axis_angle_quat, projected_gravity
 
-ARM_CONFIG = SupervisorConfig(max_tilt_rad=None, max_wrench_n=30.0,
-                              workspace=((0.1, -0.6, 0.0), (0.9, 0.6, 0.9)))
+ARM_CONFIG = SupervisorConfig(max_tilt_rad=None, max_wrench_n=30.0, workspace=((0.1, -0.6, 0.0), (0.9, 0.6, 0.9)))
 
 
 @pytest.fixture(scope="module")
@@ -49,9 +56,13 @@ def state_of(robot, q=None, dq=None, quat=(1.0, 0.0, 0.0, 0.0), temp=40.0, ee=No
     has_imu = robot.sensors.imu_site is not None
     temperature = np.full((1, n), temp) if np.isscalar(temp) else np.asarray(temp, float)[None]
     return RobotState(
-        joint_pos=q[None].copy(), joint_vel=dq[None].copy(), joint_torque=np.zeros((1, n)), time=np.zeros(1),
+        joint_pos=q[None].copy(),
+        joint_vel=dq[None].copy(),
+        joint_torque=np.zeros((1, n)),
+        time=np.zeros(1),
         imu_quat=np.asarray(quat, float)[None] if has_imu else None,
-        imu_gyro=np.zeros((1, 3)) if has_imu else None, imu_accel=np.array([[0, 0, 9.81]]) if has_imu else None,
+        imu_gyro=np.zeros((1, 3)) if has_imu else None,
+        imu_accel=np.array([[0, 0, 9.81]]) if has_imu else None,
         ee_pos=None if ee is None else np.asarray(ee, float)[None],
         wrench=None if wrench is None else np.asarray(wrench, float)[None],
         motor_temperature=temperature,
@@ -108,6 +119,7 @@ def last_reason(sup) -> str:
 
 # ---- the sequence --------------------------------------------------------------------------------
 
+
 def test_full_sequence_h1_2(h1, caplog):
     caplog.set_level(logging.INFO, logger="embody.safety")
     sup, clock = make(h1)
@@ -161,8 +173,12 @@ def test_full_sequence_h1_2(h1, caplog):
     assert_damping(sup.step(state_of(h1), 0.0, JointCommand.pd(h1, target)), sup)  # latched
 
     transitions = [(e.old, e.new) for e in sup.events]
-    assert transitions == [(Phase.ZERO_TORQUE, Phase.RAMP), (Phase.RAMP, Phase.HOLD), (Phase.HOLD, Phase.POLICY),
-                           (Phase.POLICY, Phase.DAMPING)]
+    assert transitions == [
+        (Phase.ZERO_TORQUE, Phase.RAMP),
+        (Phase.RAMP, Phase.HOLD),
+        (Phase.HOLD, Phase.POLICY),
+        (Phase.POLICY, Phase.DAMPING),
+    ]
     assert all(isinstance(e, Event) and e.reason for e in sup.events)
     assert sup.events[1].time == 12.0 and sup.events[-1] == Event(13.0, Phase.POLICY, Phase.DAMPING, "e-stop")
     assert sup.counters["estop"] == 1 and sup.counters["faults"] == 1
@@ -225,6 +241,7 @@ def test_estop_pending_refuses_start(h1):
 
 
 # ---- faults --------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("phase", [Phase.RAMP, Phase.HOLD, Phase.POLICY])
 def test_stale_state(h1, phase):
@@ -369,13 +386,20 @@ def test_arm_workspace(arm, ee):
 
 # ---- clamping ------------------------------------------------------------------------------------
 
+
 def test_out_of_limit_request_clamped_and_counted(h1, caplog):
     caplog.set_level(logging.WARNING, logger="embody.safety")
     sup, clock = make(h1)
     arm_to(sup, clock, state_of(h1), Phase.POLICY)
     n = h1.n_joints
-    request = JointCommand(q=h1.upper + 1.0, dq=10 * h1.velocity_limit, tau=-10 * h1.torque_limit,
-                           kp=10 * h1.kp, kd=np.full(n, -1.0), enable=np.ones(n, bool))
+    request = JointCommand(
+        q=h1.upper + 1.0,
+        dq=10 * h1.velocity_limit,
+        tau=-10 * h1.torque_limit,
+        kp=10 * h1.kp,
+        kd=np.full(n, -1.0),
+        enable=np.ones(n, bool),
+    )
     out = sup.step(state_of(h1), 0.0, request)
     assert sup.phase is Phase.POLICY
     assert_within_limits(out, h1)
@@ -434,7 +458,7 @@ def test_random_junk_requests(h1):
     n = h1.n_joints
     arm_to(sup, clock, state_of(h1), Phase.POLICY)
     specials = np.array([np.nan, np.inf, -np.inf, 1e308, -1e308, 1e-320, 0.0])
-    for trial in range(300):
+    for _ in range(300):
         fields = {}
         for name in ("q", "dq", "tau", "kp", "kd"):
             a = rng.normal(0, 10.0 ** rng.integers(-2, 6), n)
@@ -457,6 +481,7 @@ def test_random_junk_requests(h1):
 
 
 # ---- e-stop and signals --------------------------------------------------------------------------
+
 
 def test_estop_from_another_thread(h1):
     sup, clock = make(h1)
@@ -527,6 +552,7 @@ def test_signal_handlers_main_thread_only(h1):
 
 
 # ---- misc ----------------------------------------------------------------------------------------
+
 
 def test_counters_and_config_validation(h1):
     sup, _ = make(h1)

@@ -43,21 +43,35 @@ from embody.hardware.unitree.messages import (
 
 def cmd_arrays(seed: int) -> dict:
     rng = np.random.default_rng(seed)
-    a = {k: rng.normal(scale=s, size=NUM_MOTORS) for k, s in
-         (("q", 1.0), ("dq", 3.0), ("tau", 20.0), ("kp", 100.0), ("kd", 3.0))}
-    return dict(a, mode=rng.integers(0, 2, NUM_MOTORS), mode_pr=int(rng.integers(0, 2)),
-                mode_machine=int(rng.integers(0, 256)))
+    a = {
+        k: rng.normal(scale=s, size=NUM_MOTORS)
+        for k, s in (("q", 1.0), ("dq", 3.0), ("tau", 20.0), ("kp", 100.0), ("kd", 3.0))
+    }
+    return dict(
+        a, mode=rng.integers(0, 2, NUM_MOTORS), mode_pr=int(rng.integers(0, 2)), mode_machine=int(rng.integers(0, 256))
+    )
 
 
 def state_arrays(seed: int) -> dict:
     rng = np.random.default_rng(seed)
     quat = rng.normal(size=4)
-    return dict(q=rng.normal(size=NUM_MOTORS), dq=rng.normal(size=NUM_MOTORS), ddq=rng.normal(size=NUM_MOTORS),
-                tau_est=rng.normal(size=NUM_MOTORS), temperature=rng.integers(20, 80, NUM_MOTORS),
-                quaternion=quat / np.linalg.norm(quat), gyroscope=rng.normal(size=3),
-                accelerometer=rng.normal(size=3) + [0, 0, 9.81], rpy=rng.normal(size=3),
-                tick=int(rng.integers(0, 2**32)), mode_machine=6, mode_pr=0, mode=rng.integers(0, 2, NUM_MOTORS),
-                imu_temperature=41, reserve=rng.integers(0, 2**32, 4, dtype=np.uint32))
+    return dict(
+        q=rng.normal(size=NUM_MOTORS),
+        dq=rng.normal(size=NUM_MOTORS),
+        ddq=rng.normal(size=NUM_MOTORS),
+        tau_est=rng.normal(size=NUM_MOTORS),
+        temperature=rng.integers(20, 80, NUM_MOTORS),
+        quaternion=quat / np.linalg.norm(quat),
+        gyroscope=rng.normal(size=3),
+        accelerometer=rng.normal(size=3) + [0, 0, 9.81],
+        rpy=rng.normal(size=3),
+        tick=int(rng.integers(0, 2**32)),
+        mode_machine=6,
+        mode_pr=0,
+        mode=rng.integers(0, 2, NUM_MOTORS),
+        imu_temperature=41,
+        reserve=rng.integers(0, 2**32, 4, dtype=np.uint32),
+    )
 
 
 def test_dds_type_names_match_the_vendor():
@@ -70,11 +84,16 @@ def test_crc32_mpeg2_check_value():
     assert crc32_mpeg2(b"123456789") == crc32_mpeg2_bitwise(b"123456789") == 0x0376E6E7
 
 
-@pytest.mark.parametrize("words", [
-    np.zeros(250, np.uint32), np.full(250, 0xFFFFFFFF, np.uint32), np.array([], np.uint32),
-    np.array([0x80000000], np.uint32), *[np.random.default_rng(s).integers(0, 2**32, n, dtype=np.uint32)
-                                         for s, n in ((0, 250), (1, 522), (2, 7))],
-])
+@pytest.mark.parametrize(
+    "words",
+    [
+        np.zeros(250, np.uint32),
+        np.full(250, 0xFFFFFFFF, np.uint32),
+        np.array([], np.uint32),
+        np.array([0x80000000], np.uint32),
+        *[np.random.default_rng(s).integers(0, 2**32, n, dtype=np.uint32) for s, n in ((0, 250), (1, 522), (2, 7))],
+    ],
+)
 def test_fast_crc_equals_vendor_bitwise_loop(words):
     expected = crc32_core_bitwise(words)
     assert crc32_core(words) == expected
@@ -85,8 +104,17 @@ def test_fast_crc_equals_vendor_bitwise_loop(words):
 def test_packed_layout_offsets():
     assert (LOWCMD_DTYPE.itemsize, LOWSTATE_DTYPE.itemsize, MOTORSTATE_DTYPE.itemsize) == (1004, 2092, 56)
     offsets = {name: LOWSTATE_DTYPE.fields[name][1] for name in LOWSTATE_DTYPE.names}
-    assert offsets == dict(version=0, mode_pr=8, mode_machine=9, tick=12, imu_state=16, motor_state=72,
-                           wireless_remote=2032, reserve=2072, crc=2088)
+    assert offsets == dict(
+        version=0,
+        mode_pr=8,
+        mode_machine=9,
+        tick=12,
+        imu_state=16,
+        motor_state=72,
+        wireless_remote=2032,
+        reserve=2072,
+        crc=2088,
+    )
     assert MOTORSTATE_DTYPE.fields["temperature"][1] == 20 and MOTORSTATE_DTYPE.fields["reserve"][1] == 40
     rec = np.zeros((), LOWCMD_DTYPE)
     rec["motor_cmd"]["q"][0], rec["motor_cmd"]["kd"][1], rec["crc"] = 1.5, -2.25, 0xDEADBEEF
@@ -140,8 +168,9 @@ def test_lowstate_arrays_round_trip():
         np.testing.assert_array_equal(out[k], np.asarray(a[k]).astype(np.float32))
     for k in ("temperature", "mode", "reserve"):
         np.testing.assert_array_equal(out[k], a[k])
-    assert [out[k] for k in ("tick", "mode_machine", "mode_pr", "imu_temperature")] == \
-           [a[k] for k in ("tick", "mode_machine", "mode_pr", "imu_temperature")]
+    assert [out[k] for k in ("tick", "mode_machine", "mode_pr", "imu_temperature")] == [
+        a[k] for k in ("tick", "mode_machine", "mode_pr", "imu_temperature")
+    ]
     assert msg.motor_state[4].temperature == [a["temperature"][4], 0]
     assert lowstate_from_arrays(**out) == msg
 
@@ -173,28 +202,34 @@ def test_unpack_wrong_size_names_the_message():
         unpack_lowstate(bytes(1004))
 
 
-@pytest.mark.parametrize("field, value, match", [
-    ("q", np.zeros(34), r"LowCmd_\.q: expected shape \(35,\)"),
-    ("kd", np.zeros((35, 1)), r"LowCmd_\.kd: expected shape"),
-    ("kd", np.r_[np.zeros(34), np.nan], r"LowCmd_\.kd: values must be finite"),
-    ("tau", np.r_[np.inf, np.zeros(34)], r"LowCmd_\.tau: values must be finite"),
-    ("kp", np.full(35, 1e39), r"LowCmd_\.kp: values must be finite float32"),  # overflows float32
-    ("mode", np.full(35, 256), r"LowCmd_\.mode: expected integers in \[0, 255\]"),
-    ("mode", np.full(35, 0.5), r"LowCmd_\.mode: expected integers"),
-    ("mode_machine", 300, r"LowCmd_\.mode_machine"),
-    ("mode_pr", 0.0, r"LowCmd_\.mode_pr: expected an integer"),
-])
+@pytest.mark.parametrize(
+    "field, value, match",
+    [
+        ("q", np.zeros(34), r"LowCmd_\.q: expected shape \(35,\)"),
+        ("kd", np.zeros((35, 1)), r"LowCmd_\.kd: expected shape"),
+        ("kd", np.r_[np.zeros(34), np.nan], r"LowCmd_\.kd: values must be finite"),
+        ("tau", np.r_[np.inf, np.zeros(34)], r"LowCmd_\.tau: values must be finite"),
+        ("kp", np.full(35, 1e39), r"LowCmd_\.kp: values must be finite float32"),  # overflows float32
+        ("mode", np.full(35, 256), r"LowCmd_\.mode: expected integers in \[0, 255\]"),
+        ("mode", np.full(35, 0.5), r"LowCmd_\.mode: expected integers"),
+        ("mode_machine", 300, r"LowCmd_\.mode_machine"),
+        ("mode_pr", 0.0, r"LowCmd_\.mode_pr: expected an integer"),
+    ],
+)
 def test_bad_lowcmd_input_names_the_field(field, value, match):
     with pytest.raises(ValueError, match=match):
         lowcmd_from_arrays(**dict(cmd_arrays(8), **{field: value}))
 
 
-@pytest.mark.parametrize("field, value, match", [
-    ("quaternion", np.zeros(3), r"LowState_\.quaternion: expected shape \(4,\)"),
-    ("gyroscope", [0.0, np.nan, 0.0], r"LowState_\.gyroscope: values must be finite"),
-    ("temperature", np.full(35, 40000), r"LowState_\.temperature: expected integers"),
-    ("tick", 2**32, r"LowState_\.tick"),
-])
+@pytest.mark.parametrize(
+    "field, value, match",
+    [
+        ("quaternion", np.zeros(3), r"LowState_\.quaternion: expected shape \(4,\)"),
+        ("gyroscope", [0.0, np.nan, 0.0], r"LowState_\.gyroscope: values must be finite"),
+        ("temperature", np.full(35, 40000), r"LowState_\.temperature: expected integers"),
+        ("tick", 2**32, r"LowState_\.tick"),
+    ],
+)
 def test_bad_lowstate_input_names_the_field(field, value, match):
     with pytest.raises(ValueError, match=match):
         lowstate_from_arrays(**dict(state_arrays(9), **{field: value}))

@@ -35,8 +35,13 @@ def sim():
 
 
 def run_client(config: str) -> dict:
-    out = subprocess.run([sys.executable, str(CLIENT), config, str(DOMAIN), str(LEFT_KNEE), str(TARGET)],
-                         capture_output=True, text=True, timeout=60, env={**os.environ, "CYCLONEDDS_URI": ""})
+    out = subprocess.run(
+        [sys.executable, str(CLIENT), config, str(DOMAIN), str(LEFT_KNEE), str(TARGET)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "CYCLONEDDS_URI": ""},
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 

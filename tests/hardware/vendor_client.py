@@ -26,20 +26,26 @@ from embody.robots import get_robot
 
 CONFIGS = {
     # unitree_sdk2_python, ChannelFactoryInitialize(domain, "lo")
-    "vendor": ('<?xml version="1.0" encoding="UTF-8" ?><CycloneDDS><Domain Id="any"><General><Interfaces>'
-               '<NetworkInterface name="lo" priority="default" multicast="default"/>'
-               '</Interfaces></General></Domain></CycloneDDS>'),
+    "vendor": (
+        '<?xml version="1.0" encoding="UTF-8" ?><CycloneDDS><Domain Id="any"><General><Interfaces>'
+        '<NetworkInterface name="lo" priority="default" multicast="default"/>'
+        "</Interfaces></General></Domain></CycloneDDS>"
+    ),
     # what the vendor's cyclonedds 0.10.x does with that config on a "lo" without the MULTICAST flag:
     # multicast off, participant index auto (0-9), localhost as a peer
-    "vendor_0_10_lo": ('<CycloneDDS><Domain Id="any"><General><Interfaces>'
-                       '<NetworkInterface name="lo" priority="default" multicast="false"/></Interfaces></General>'
-                       '<Discovery><MaxAutoParticipantIndex>9</MaxAutoParticipantIndex></Discovery>'
-                       '</Domain></CycloneDDS>'),
+    "vendor_0_10_lo": (
+        '<CycloneDDS><Domain Id="any"><General><Interfaces>'
+        '<NetworkInterface name="lo" priority="default" multicast="false"/></Interfaces></General>'
+        "<Discovery><MaxAutoParticipantIndex>9</MaxAutoParticipantIndex></Discovery>"
+        "</Domain></CycloneDDS>"
+    ),
     # the README's loopback settings for a process beside embody
-    "readme": ('<CycloneDDS><Domain Id="any"><General><Interfaces><NetworkInterface name="lo"/></Interfaces>'
-               '<AllowMulticast>false</AllowMulticast></General><Discovery><ParticipantIndex>auto</ParticipantIndex>'
-               '<MaxAutoParticipantIndex>60</MaxAutoParticipantIndex><Peers><Peer address="127.0.0.1"/></Peers>'
-               '</Discovery></Domain></CycloneDDS>'),
+    "readme": (
+        '<CycloneDDS><Domain Id="any"><General><Interfaces><NetworkInterface name="lo"/></Interfaces>'
+        "<AllowMulticast>false</AllowMulticast></General><Discovery><ParticipantIndex>auto</ParticipantIndex>"
+        '<MaxAutoParticipantIndex>60</MaxAutoParticipantIndex><Peers><Peer address="127.0.0.1"/></Peers>'
+        "</Discovery></Domain></CycloneDDS>"
+    ),
 }
 DISCOVERY_TIMEOUT_S = 20.0
 DRIVE_S = 1.5

@@ -12,11 +12,20 @@ pytest.importorskip("minigrid")
 
 from embody.datasets.format import DatasetFormatError  # noqa: E402
 from embody.papers.blindfolded import demos as demo_io  # noqa: E402
-from embody.papers.blindfolded.information import (  # noqa: E402
-    average_discrete_information, box_information, discrete_information)
+from embody.papers.blindfolded.information import average_discrete_information, box_information, discrete_information  # noqa: E402
 from embody.papers.blindfolded.maze import (  # noqa: E402
-    N_ACTIONS, Level, MazeDomain, candidates, carve, evaluate, features, level_information, make_env,
-    path_distances, run_expert)
+    N_ACTIONS,
+    Level,
+    MazeDomain,
+    candidates,
+    carve,
+    evaluate,
+    features,
+    level_information,
+    make_env,
+    path_distances,
+    run_expert,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -139,8 +148,12 @@ def test_history_bc_learns_training_mazes_beyond_a_random_policy(tmp_path):
     env = make_env(4, 100, 3, 4)
     tasks = [100, 101]
     eps = [run_expert(env, Level.parse("blind"), t) for t in tasks]
-    policy, info = train_history_bc([features(e.image, e.direction) for e in eps], [e.action for e in eps],
-                                    N_ACTIONS, HistoryBCConfig(hidden=32, embed=32, epochs=150, target_loss=0.02))
+    policy, info = train_history_bc(
+        [features(e.image, e.direction) for e in eps],
+        [e.action for e in eps],
+        N_ACTIONS,
+        HistoryBCConfig(hidden=32, embed=32, epochs=150, target_loss=0.02),
+    )
     assert info["accuracy"] > 0.95
     cloned = evaluate(policy, tasks * 6, seed=1)
     rand = evaluate(None, tasks * 6, seed=1)
@@ -262,14 +275,25 @@ def test_study_workers_reproduce_the_sequential_study_and_runs_merge(tmp_path):
     from embody.papers.blindfolded.study import run_study
 
     cfg = for_scale("tiny", seed=3)
-    cfg.maze.levels, cfg.m_values, cfg.seeds, cfg.heldout, cfg.train_eval_episodes = ["informed", "blind-wall"], [1, 2], 1, 4, 2
+    cfg.maze.levels, cfg.m_values, cfg.seeds, cfg.heldout, cfg.train_eval_episodes = (
+        ["informed", "blind-wall"],
+        [1, 2],
+        1,
+        4,
+        2,
+    )
     cfg.bc.epochs = 5
     runs = []
     for workers in (1, 2):
         cfg.workers = workers
         res = run_study(cfg, tmp_path / f"w{workers}", log=lambda s: None)
         runs.append([{k: v for k, v in r.items() if k != "bc"} for r in res["runs"]])
-    assert [(r["level"], r["m"]) for r in runs[0]] == [("informed", 1), ("informed", 2), ("blind-wall", 1), ("blind-wall", 2)]
+    assert [(r["level"], r["m"]) for r in runs[0]] == [
+        ("informed", 1),
+        ("informed", 2),
+        ("blind-wall", 1),
+        ("blind-wall", 2),
+    ]
     assert runs[0] == runs[1]
     # another seed's run, pooled with the first: one study of two seeds; the same seed twice is refused
     from embody.papers.blindfolded.study import merge_studies
@@ -322,7 +346,18 @@ def test_a_killed_study_resumes_to_the_same_table(tmp_path):
     small = ["--set", "m_values=[1,2]", "--set", "heldout=6", "--set", "train_eval_episodes=2", "--set", "bc.epochs=8"]
 
     def study(out):
-        return [sys.executable, "-m", "embody.cli", "blindfolded", "study", "--scale", "tiny", "--out", str(out), *small]
+        return [
+            sys.executable,
+            "-m",
+            "embody.cli",
+            "blindfolded",
+            "study",
+            "--scale",
+            "tiny",
+            "--out",
+            str(out),
+            *small,
+        ]
 
     killed = tmp_path / "killed"
     proc = subprocess.Popen(study(killed), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)

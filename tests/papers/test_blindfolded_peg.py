@@ -52,9 +52,11 @@ def test_peg_scales_and_first_tasks_keep_only_the_episodes_of_the_first_m_tasks(
     assert len(paper.m_values) >= 5 and paper.m_values[0] == 1 and len(paper.peg.levels) >= 3 and paper.seeds >= 3
     assert paper.peg.max_steps <= 600
     # task 1's expert failed both times: its tasks are [0, 1, 2], its kept episodes from tasks 0, 0, 2
-    d = demo_io.from_episodes([{"obs": np.zeros((n, 33), np.float32)} for n in (3, 4, 5)],
-                              [np.zeros((n, 3), np.float32) for n in (3, 4, 5)],
-                              {"tasks": [7, 8, 9], "episode_tasks": [0, 0, 2]})
+    d = demo_io.from_episodes(
+        [{"obs": np.zeros((n, 33), np.float32)} for n in (3, 4, 5)],
+        [np.zeros((n, 3), np.float32) for n in (3, 4, 5)],
+        {"tasks": [7, 8, 9], "episode_tasks": [0, 0, 2]},
+    )
     assert first_tasks(d, 1).episode_lengths.tolist() == [3, 4]
     two = first_tasks(d, 2)
     assert two.episode_lengths.tolist() == [3, 4] and two.meta["tasks"] == [7, 8]
@@ -128,8 +130,10 @@ def test_search_expert_reads_the_privileged_obs_only_for_its_region():
 @pytest.mark.slow
 def test_experts_insert_and_search_takes_longer_with_less_information():
     tasks = peg.sample_tasks(np.random.default_rng(0), 16)
-    out = {level: peg.evaluate(peg.make_expert(level), tasks, 1, privileged=True)
-           for level in ("informed", "region-4mm", "blind")}
+    out = {
+        level: peg.evaluate(peg.make_expert(level), tasks, 1, privileged=True)
+        for level in ("informed", "region-4mm", "blind")
+    }
     # measured (MuJoCo, 600 steps, 64 other holes): informed 100% in ~62 steps, region-4mm 100% in
     # ~93, blind 89% in ~266
     assert out["informed"]["success"] == 1.0
@@ -184,13 +188,30 @@ def test_tiny_peg_study_runs_through_the_cli(tmp_path):
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "embody.cli", "blindfolded", "study", "--domain", "peg", "--scale",
-                          "tiny", "--out", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "embody.cli",
+            "blindfolded",
+            "study",
+            "--domain",
+            "peg",
+            "--scale",
+            "tiny",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     result = json.loads((tmp_path / "results.json").read_text())
     assert result["experts"]["informed"]["success"] == 1.0
-    assert {(r["level"], r["m"]) for r in result["runs"]} == {(lv, m) for lv in ("informed", "region-4mm", "blind")
-                                                              for m in (1, 2)}
+    assert {(r["level"], r["m"]) for r in result["runs"]} == {
+        (lv, m) for lv in ("informed", "region-4mm", "blind") for m in (1, 2)
+    }
     assert (tmp_path / "report.md").exists() and (tmp_path / "demos" / "blind_seed0.npz").exists()
     # students' contact forces on the held-out holes: every episode's peak, pooled per cell, in the report
     assert all(len(r["heldout_peak_force"]) == 8 and min(r["heldout_peak_force"]) >= 0 for r in result["runs"])
@@ -205,8 +226,19 @@ def test_dagger_follows_its_beta_schedule():
     hole = np.array([[0.002, -0.003]])
     demos = peg.collect("informed", hole, episodes_per_task=1, seed=0, n_envs=1)
     student = peg.train_student(demos, hidden=8, epochs=1, seq_len=16, seed=0, min_grad_steps=2)
-    history = peg.dagger(student, demos, "informed", hole, BCConfig(epochs=1, batch_size=64, seq_len=16, burn_in=4),
-                         episodes=1, epochs=1, max_episode_steps=150, n_envs=1, min_grad_steps=2, betas=[1.0, 0.0])
+    history = peg.dagger(
+        student,
+        demos,
+        "informed",
+        hole,
+        BCConfig(epochs=1, batch_size=64, seq_len=16, burn_in=4),
+        episodes=1,
+        epochs=1,
+        max_episode_steps=150,
+        n_envs=1,
+        min_grad_steps=2,
+        betas=[1.0, 0.0],
+    )
     assert [h["beta"] for h in history] == [1.0, 0.0]
     assert history[0]["rollout_success"] == 1.0  # beta 1: the expert drives every step
     assert history[1]["samples"] > history[0]["samples"] > len(demos)

@@ -49,11 +49,30 @@ def test_a_cloned_student_deploys_on_the_simulated_arm_under_the_wrist_force_lim
 
     # the deploy path's supervisor is the driver's default: the wrist-force limit is on
     assert ArmCodec.supervisor_config(None).max_wrench_n == MAX_WRIST_FORCE_N > 0
-    out = subprocess.run([sys.executable, "-m", "embody.cli", "deploy", str(student_run), "--robot", "peg_arm",
-                          "--target", "sim", "--domain", str(DOMAIN), "--duration", "2.0", "--ramp", "0.5"],
-                         capture_output=True, text=True, timeout=240)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "embody.cli",
+            "deploy",
+            str(student_run),
+            "--robot",
+            "peg_arm",
+            "--target",
+            "sim",
+            "--domain",
+            str(DOMAIN),
+            "--duration",
+            "2.0",
+            "--ramp",
+            "0.5",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert "{" in out.stdout, out.stderr[-2000:]
-    summary = json.loads(out.stdout[out.stdout.index("{"):])
+    summary = json.loads(out.stdout[out.stdout.index("{") :])
     phases = [(e["from"], e["to"]) for e in summary["events"]]
     assert phases[:3] == [("ZERO_TORQUE", "RAMP"), ("RAMP", "HOLD"), ("HOLD", "POLICY")], summary["events"]
     assert summary["policy_steps"] > 0

@@ -73,11 +73,15 @@ class FaultyDevice:
 
 
 def tree_digest(root) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 # -- on loopback DDS against robot-sim -------------------------------------------------------------------
+
 
 def connected_driver(connect):
     return connect(T.TeleopTask(CONFIG, SEED).robot)
@@ -87,16 +91,25 @@ def connected_driver(connect):
 def recorded(peg_robot_sim, tmp_path_factory):
     """Two demonstrations by keyboard: +x for a while then Enter ("done"); then F held until inserted."""
     out = tmp_path_factory.mktemp("teleop") / "demos"
-    script = {0: [key(pygame.KEYDOWN, pygame.K_w)],  # episode 0, first read after homing
-              8: [key(pygame.KEYUP, pygame.K_w), key(pygame.KEYDOWN, pygame.K_LSHIFT), key(pygame.KEYDOWN, pygame.K_r)],
-              12: [key(pygame.KEYDOWN, pygame.K_RETURN)],  # done: reads 1..11 made 11 frames
-              13: [key(pygame.KEYUP, pygame.K_r), key(pygame.KEYUP, pygame.K_LSHIFT),
-                   key(pygame.KEYDOWN, pygame.K_f)]}  # episode 1: down until the task's success test
+    script = {
+        0: [key(pygame.KEYDOWN, pygame.K_w)],  # episode 0, first read after homing
+        8: [key(pygame.KEYUP, pygame.K_w), key(pygame.KEYDOWN, pygame.K_LSHIFT), key(pygame.KEYDOWN, pygame.K_r)],
+        12: [key(pygame.KEYDOWN, pygame.K_RETURN)],  # done: reads 1..11 made 11 frames
+        13: [key(pygame.KEYUP, pygame.K_r), key(pygame.KEYUP, pygame.K_LSHIFT), key(pygame.KEYDOWN, pygame.K_f)],
+    }  # episode 1: down until the task's success test
     human, view = ScriptedHuman(script), io.StringIO()
     t0 = time.monotonic()
     with connected_driver(peg_robot_sim) as driver:
-        summary = T.teleoperate(driver, CONFIG, human, episodes=2, out=out, max_steps=200,
-                                display=T.TerminalDisplay(view, interval_s=0.0), **FAST)
+        summary = T.teleoperate(
+            driver,
+            CONFIG,
+            human,
+            episodes=2,
+            out=out,
+            max_steps=200,
+            display=T.TerminalDisplay(view, interval_s=0.0),
+            **FAST,
+        )
     return out, summary, view.getvalue(), time.monotonic() - t0
 
 
@@ -156,8 +169,16 @@ def test_an_aborted_episode_leaves_the_dataset_intact(recorded, peg_robot_sim):
     before = tree_digest(out)
     human = ScriptedHuman({0: [key(pygame.KEYDOWN, pygame.K_f)], 6: [key(pygame.KEYDOWN, pygame.K_ESCAPE)]})
     with connected_driver(peg_robot_sim) as driver:
-        summary = T.teleoperate(driver, CONFIG, human, episodes=2, out=out, region=T.Region((0.0, 0.0), 0.004),
-                                display=T.TerminalDisplay(io.StringIO()), **FAST)
+        summary = T.teleoperate(
+            driver,
+            CONFIG,
+            human,
+            episodes=2,
+            out=out,
+            region=T.Region((0.0, 0.0), 0.004),
+            display=T.TerminalDisplay(io.StringIO()),
+            **FAST,
+        )
     assert summary["aborted"] and summary["episodes"] == [] and summary["fault"] is None
     assert tree_digest(out) == before
     assert load(out).num_episodes == 2
@@ -173,8 +194,9 @@ def test_the_supervisor_is_in_the_loop_for_a_faulty_device(recorded, peg_robot_s
     before = tree_digest(out)
     device = FaultyDevice(good_reads=6)
     with connected_driver(peg_robot_sim) as driver:
-        summary = T.teleoperate(driver, CONFIG, device, episodes=1, out=out,
-                                display=T.TerminalDisplay(io.StringIO()), **FAST)
+        summary = T.teleoperate(
+            driver, CONFIG, device, episodes=1, out=out, display=T.TerminalDisplay(io.StringIO()), **FAST
+        )
         assert summary["fault"] is not None and "non-finite command" in summary["fault"], summary
         assert summary["counters"]["non_finite_command"] == 1 and summary["phase"] == "DAMPING"
         assert summary["counters"]["faults"] == 1  # the out-of-range moves were no fault
@@ -189,8 +211,15 @@ def test_out_of_range_moves_are_clipped_before_the_task_maps_them():
     runner = T.TeleopTask(CONFIG, SEED)
     q = runner.start(np.array([0.5, 0.0, 0.0]))
     tip, quat = runner.task.io.model.ee_pose(q[None])
-    state = RobotState(joint_pos=q[None], joint_vel=np.zeros((1, 7)), joint_torque=np.zeros((1, 7)),
-                       time=np.zeros(1), ee_pos=tip, ee_quat=np.array([[0.0, 1.0, 0.0, 0.0]]), wrench=np.zeros((1, 6)))
+    state = RobotState(
+        joint_pos=q[None],
+        joint_vel=np.zeros((1, 7)),
+        joint_torque=np.zeros((1, 7)),
+        time=np.zeros(1),
+        ee_pos=tip,
+        ee_quat=np.array([[0.0, 1.0, 0.0, 0.0]]),
+        wrench=np.zeros((1, 6)),
+    )
     for _ in range(3):  # past the tare steps
         runner.command(state, np.zeros(3))
     target = runner.task.target.copy()
@@ -200,6 +229,7 @@ def test_out_of_range_moves_are_clipped_before_the_task_maps_them():
 
 
 # -- what the human is told -------------------------------------------------------------------------
+
 
 def test_the_region_told_must_contain_the_hole_and_is_shown():
     from embody.hardware.arms.sim import PegArmDriver

@@ -55,15 +55,24 @@ def record(connect, out, script, episodes, region=None):
     """teleoperate on a fresh robot-sim (``connect``: the peg_robot_sim fixture) with ScriptedDevice(script)."""
     driver = connect(T.TeleopTask(CONFIG, SEED).robot)
     with driver:
-        summary = T.teleoperate(driver, CONFIG, ScriptedDevice(script), episodes=episodes, out=out, region=region,
-                                max_steps=200, display=T.TerminalDisplay(io.StringIO()), **FAST)
+        summary = T.teleoperate(
+            driver,
+            CONFIG,
+            ScriptedDevice(script),
+            episodes=episodes,
+            out=out,
+            region=region,
+            max_steps=200,
+            display=T.TerminalDisplay(io.StringIO()),
+            **FAST,
+        )
     assert not summary["aborted"] and summary["fault"] is None, summary
     return summary
 
 
 @pytest.fixture(scope="module")
 def datasets(peg_robot_sim, tmp_path_factory):
-    """"plain": nothing told; episode 0 moves +x then "done" (not a success), episode 1 goes down into the
+    """ "plain": nothing told; episode 0 moves +x then "done" (not a success), episode 1 goes down into the
     hole (success). "told": REGION told; one success."""
     root = tmp_path_factory.mktemp("teleop_import")
     plain, told = root / "plain", root / "told"
@@ -134,9 +143,15 @@ def write_dataset(root, features, obs_size=OBS_SIZE, recording=None, outcome="su
     if obs_size != OBS_SIZE:
         full["observation.state"] = feature("float32", (obs_size,))
     features = {k: full[k] for k in features}
-    with DatasetWriter(root, fps=25, features=features, robot_type="peg_arm",
-                       recording={"source": "teleop", "task_config": {"hole_pos": [0.5, 0.0, 0.0]}}
-                       if recording is None else recording) as w:
+    with DatasetWriter(
+        root,
+        fps=25,
+        features=features,
+        robot_type="peg_arm",
+        recording={"source": "teleop", "task_config": {"hole_pos": [0.5, 0.0, 0.0]}}
+        if recording is None
+        else recording,
+    ) as w:
         for i in range(steps):
             frame = {k: np.zeros(ft["shape"], dtype=ft["dtype"]) for k, ft in features.items()}
             if "embody.teleop.outcome" in frame:
@@ -154,8 +169,9 @@ def test_bad_datasets_are_one_readable_error(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(DatasetFormatError, match="not a LeRobot v3.0 dataset"):
         T.teleop_demos(tmp_path / "empty")
-    other = write_dataset(tmp_path / "other", ["observation.state", "action", "next.done"],
-                          recording={"source": "scripted"})
+    other = write_dataset(
+        tmp_path / "other", ["observation.state", "action", "next.done"], recording={"source": "scripted"}
+    )
     with pytest.raises(DatasetFormatError, match=f"{other}: not a teleop dataset: missing feature"):
         T.teleop_demos(other)
     everything = list(T.teleop_features())
@@ -163,8 +179,9 @@ def test_bad_datasets_are_one_readable_error(tmp_path):
     with pytest.raises(DatasetFormatError, match="recording source is 'replay'"):
         T.teleop_demos(foreign)
     small = write_dataset(tmp_path / "small", everything, obs_size=20)
-    with pytest.raises(DatasetFormatError, match=f"{small}: observation.state has shape \\(20,\\) per frame, "
-                                                 "expected \\(33,\\)"):
+    with pytest.raises(
+        DatasetFormatError, match=f"{small}: observation.state has shape \\(20,\\) per frame, expected \\(33,\\)"
+    ):
         T.teleop_demos(small)
     ok = T.teleop_demos(write_dataset(tmp_path / "ok", everything))  # the same, with 33: converts
     assert ok.episode_lengths.tolist() == [3] and ok.meta["level"] == "human"
@@ -229,7 +246,9 @@ def test_train_the_student_on_imported_demonstrations(datasets, tmp_path, capsys
     assert policy.act(obs, deterministic=True).shape == (4, 3)
     capsys.readouterr()
     assert main(["blindfolded", "train", "--demos", str(target), "--out", str(tmp_path)]) == 2  # maze
-    assert main(["blindfolded", "train", "--domain", "peg", "--demos", str(tmp_path / "no.npz"),
-                 "--out", str(tmp_path)]) == 2
+    assert (
+        main(["blindfolded", "train", "--domain", "peg", "--demos", str(tmp_path / "no.npz"), "--out", str(tmp_path)])
+        == 2
+    )
     err = capsys.readouterr().err.splitlines()
     assert "is for `train --domain peg`" in err[0] and "no.npz: no such demonstrations file" in err[1]

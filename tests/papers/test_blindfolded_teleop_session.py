@@ -53,8 +53,16 @@ def test_consecutive_successful_episodes_in_one_session(peg_robot_sim, tmp_path)
     driver = peg_robot_sim(T.TeleopTask(CONFIG, SEED).robot)
     out = tmp_path / "demos"
     with driver:
-        summary = T.teleoperate(driver, CONFIG, HoldDown(), episodes=EPISODES, out=out, max_steps=200,
-                                display=T.TerminalDisplay(io.StringIO()), **FAST)
+        summary = T.teleoperate(
+            driver,
+            CONFIG,
+            HoldDown(),
+            episodes=EPISODES,
+            out=out,
+            max_steps=200,
+            display=T.TerminalDisplay(io.StringIO()),
+            **FAST,
+        )
     counters = summary["counters"]
     assert summary["fault"] is None and not summary["aborted"], summary
     assert summary["phase"] == "POLICY", summary

@@ -12,7 +12,15 @@ pytest.importorskip("torch")
 
 from embody.papers.mpa.config import DataConfig  # noqa: E402
 from embody.papers.mpa.data import (  # noqa: E402
-    branch_point, dagger_rollouts, ego_state, expert_plan, expert_rollouts, make_sim, perturb_plan, plan_trajectory, relative_plan,
+    branch_point,
+    dagger_rollouts,
+    ego_state,
+    expert_plan,
+    expert_rollouts,
+    make_sim,
+    perturb_plan,
+    plan_trajectory,
+    relative_plan,
 )
 from embody.papers.mpa.train import q_targets  # noqa: E402
 from embody.sims.driving.control import TrajectoryFollower  # noqa: E402
@@ -26,8 +34,9 @@ class CruisePlanner:
 
     def plan(self, obs) -> np.ndarray:
         v, k = float(obs.ego[3]), np.arange(1, self.horizon + 1)
-        return np.stack([v * self.sim.dt * k, np.zeros(self.horizon), np.zeros(self.horizon),
-                         np.full(self.horizon, v)], axis=1).astype(np.float32)
+        return np.stack(
+            [v * self.sim.dt * k, np.zeros(self.horizon), np.zeros(self.horizon), np.full(self.horizon, v)], axis=1
+        ).astype(np.float32)
 
     def act(self, obs) -> np.ndarray:
         return self.sim.expert_action()
@@ -94,8 +103,9 @@ def test_branching_restores_state_exactly():
     for _ in range(5):
         obs = a.step(a.expert_action()).obs
         b.step(b.expert_action())
-    base, plans, returns = branch_point(a, obs, CruisePlanner(a, cfg.horizon), cfg, np.random.default_rng(0),
-                                        TrajectoryFollower())
+    base, plans, returns = branch_point(
+        a, obs, CruisePlanner(a, cfg.horizon), cfg, np.random.default_rng(0), TrajectoryFollower()
+    )
     assert plans.shape == (3, 5, 4) and returns.shape == (3,) and np.array_equal(plans[0], base)
     assert np.array_equal(ego_state(a.observe()), ego_state(obs))
     assert np.array_equal(_ego_track(a, 15), _ego_track(b, 15))  # the sim continues as if never branched
@@ -139,20 +149,25 @@ def test_q_prefers_braking_over_driving_into_a_braking_lead():
 def test_adapter_targets_and_driving_score():
     from embody.papers.mpa.data import CounterfactualData
     from embody.papers.mpa.evaluate import driving_score
-    from embody.stats import bootstrap_ci
     from embody.papers.mpa.train import adapter_targets
+    from embody.stats import bootstrap_ci
 
     rng = np.random.default_rng(0)
     base = rng.normal(size=(2, 3, 4)).astype(np.float32)
     plans = np.stack([base, base + 1.0, base - 2.0], axis=1)  # (S=2, M=3, H=3, 4)
-    cf = CounterfactualData(rng.normal(size=(2, 5)).astype(np.float32), base, plans,
-                            np.array([[5.0, 1.0, 0.0], [0.0, 9.0, 1.0]], dtype=np.float32))
+    cf = CounterfactualData(
+        rng.normal(size=(2, 5)).astype(np.float32),
+        base,
+        plans,
+        np.array([[5.0, 1.0, 0.0], [0.0, 9.0, 1.0]], dtype=np.float32),
+    )
     cond, residual = adapter_targets(cf, top_k=1)
     assert cond.shape == (2, 5 + 12) and residual.shape == (2, 3, 4)
     assert np.allclose(residual[0], 0.0) and np.allclose(residual[1], 1.0)  # base best → zero residual
     assert q_targets(cf)[2].tolist() == [0.0, -4.0, -5.0, 0.0, 9.0, 1.0]  # advantage over the base plan
-    both = cf.concat(CounterfactualData(cf.obs, cf.base_plan, cf.plans, cf.returns[:, ::-1].copy(),
-                                        np.ones(2, dtype=np.int8)))
+    both = cf.concat(
+        CounterfactualData(cf.obs, cf.base_plan, cf.plans, cf.returns[:, ::-1].copy(), np.ones(2, dtype=np.int8))
+    )
     assert np.array_equal(adapter_targets(both, top_k=1)[1], residual)  # the adapter learns the perturbation family
     assert len(q_targets(both)[2]) == 12  # the Q model learns everything
     half = both.subset(0.5)  # the first half of each source (at least 2 points)
@@ -195,8 +210,16 @@ def _seeds_as_jobs(models, tmp_path):
     pooled from every seed's episodes; ``merge`` pools folders run apart (on the trained tiny models)."""
     from embody.cli import main
 
-    quick = ["--models", str(models), "--set", "eval.episodes=1", "--set", "eval.data_fractions=[1.0]",
-             "--set", "eval.k_values=[8]"]
+    quick = [
+        "--models",
+        str(models),
+        "--set",
+        "eval.episodes=1",
+        "--set",
+        "eval.data_fractions=[1.0]",
+        "--set",
+        "eval.k_values=[8]",
+    ]
     single, seeds, more = tmp_path / "single", tmp_path / "seeds", tmp_path / "more"
     assert main(["mpa", "eval", "--out", str(single), *quick]) == 0
     assert main(["mpa", "eval", "--out", str(seeds), "--seeds", "2", *quick]) == 0

@@ -128,22 +128,71 @@ def test_learn_fuse_task_from_traces(tmp_path, capsys, stub):
     assert report["renames"]["build-tower"]["types"] == {"cube": "block"}  # its only type
     out = tmp_path / "plan.txt"
     # The problem is in the reference vocabulary: the library translates it.
-    assert main(["plan", "task", "put b1 in the drawer and stack b2 on b3", "--library", str(lib),
-                 "--problem", str(problem), "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                "task",
+                "put b1 in the drawer and stack b2 on b3",
+                "--library",
+                str(lib),
+                "--problem",
+                str(problem),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert validate(read_domain(REF), read_problem(REF, problem), plan_steps(out.read_text())) is None
     # The same through an OpenAI-compatible endpoint (our stand-in on loopback) instead of the rules; the
     # model is shown the library's predicates (drawer-store's "stored-in" named the merged in-drawer).
     stub.replies.append((200, stub.completion("```pddl\n(and (stored-in b1 d1) (on b2 b3))\n```"), 0))
-    assert main(["plan", "task", "tidy up: b1 away, b2 onto b3", "--library", str(lib), "--problem", str(problem),
-                 "--out", str(out), "--llm-url", stub.url, "--llm-model", "m"]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                "task",
+                "tidy up: b1 away, b2 onto b3",
+                "--library",
+                str(lib),
+                "--problem",
+                str(problem),
+                "--out",
+                str(out),
+                "--llm-url",
+                stub.url,
+                "--llm-model",
+                "m",
+            ]
+        )
+        == 0
+    )
     assert stub.requests[0]["body"]["model"] == "m" and "(stored-in ?" in str(stub.requests[0]["body"]["messages"])
     assert validate(read_domain(REF), read_problem(REF, problem), plan_steps(out.read_text())) is None
     # A problem in an annotator's vocabulary solves against the fused domain through its rename map.
     p2 = tmp_path / "p2.pddl"
-    p2.write_text(PROBLEM.replace("(domain tabletop)", "(domain drawer-store)").replace("drawer-closed", "is-closed")
-                  .replace("in-drawer", "stored-in").replace("handempty", "empty-hand"))
-    assert main(["plan", "solve", "--domain", str(tmp_path / "meta.pddl"), "--problem", str(p2),
-                 "--renames", str(tmp_path / "meta.json")]) == 0
+    p2.write_text(
+        PROBLEM.replace("(domain tabletop)", "(domain drawer-store)")
+        .replace("drawer-closed", "is-closed")
+        .replace("in-drawer", "stored-in")
+        .replace("handempty", "empty-hand")
+    )
+    assert (
+        main(
+            [
+                "plan",
+                "solve",
+                "--domain",
+                str(tmp_path / "meta.pddl"),
+                "--problem",
+                str(p2),
+                "--renames",
+                str(tmp_path / "meta.json"),
+            ]
+        )
+        == 0
+    )
 
 
 @pytest.mark.slow

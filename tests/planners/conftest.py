@@ -24,19 +24,42 @@ def blocksworld() -> Domain:
     return Domain(
         "blocks",
         (B,),
-        (Predicate("clear", (x,)), Predicate("handempty"), Predicate("holding", (x,)),
-         Predicate("on", (x, y)), Predicate("ontable", (x,))),
         (
-            Operator("pick-up", (x,), f({A("clear", "?x"), A("ontable", "?x"), A("handempty")}),
-                     f({A("holding", "?x")}), f({A("clear", "?x"), A("ontable", "?x"), A("handempty")})),
-            Operator("put-down", (x,), f({A("holding", "?x")}),
-                     f({A("clear", "?x"), A("ontable", "?x"), A("handempty")}), f({A("holding", "?x")})),
-            Operator("stack", (x, y), f({A("holding", "?x"), A("clear", "?y")}),
-                     f({A("on", "?x", "?y"), A("clear", "?x"), A("handempty")}),
-                     f({A("holding", "?x"), A("clear", "?y")})),
-            Operator("unstack", (x, y), f({A("on", "?x", "?y"), A("clear", "?x"), A("handempty")}),
-                     f({A("holding", "?x"), A("clear", "?y")}),
-                     f({A("on", "?x", "?y"), A("clear", "?x"), A("handempty")})),
+            Predicate("clear", (x,)),
+            Predicate("handempty"),
+            Predicate("holding", (x,)),
+            Predicate("on", (x, y)),
+            Predicate("ontable", (x,)),
+        ),
+        (
+            Operator(
+                "pick-up",
+                (x,),
+                f({A("clear", "?x"), A("ontable", "?x"), A("handempty")}),
+                f({A("holding", "?x")}),
+                f({A("clear", "?x"), A("ontable", "?x"), A("handempty")}),
+            ),
+            Operator(
+                "put-down",
+                (x,),
+                f({A("holding", "?x")}),
+                f({A("clear", "?x"), A("ontable", "?x"), A("handempty")}),
+                f({A("holding", "?x")}),
+            ),
+            Operator(
+                "stack",
+                (x, y),
+                f({A("holding", "?x"), A("clear", "?y")}),
+                f({A("on", "?x", "?y"), A("clear", "?x"), A("handempty")}),
+                f({A("holding", "?x"), A("clear", "?y")}),
+            ),
+            Operator(
+                "unstack",
+                (x, y),
+                f({A("on", "?x", "?y"), A("clear", "?x"), A("handempty")}),
+                f({A("holding", "?x"), A("clear", "?y")}),
+                f({A("on", "?x", "?y"), A("clear", "?x"), A("handempty")}),
+            ),
         ),
     )
 
@@ -58,8 +81,9 @@ def table_state(*blocks: str) -> frozenset[Atom]:
     return frozenset({A("handempty")} | {A("ontable", b) for b in blocks} | {A("clear", b) for b in blocks})
 
 
-def make_trace(name: str, blocks: tuple[str, ...], actions: list[tuple[str, ...]],
-               init: frozenset[Atom] | None = None) -> Trace:
+def make_trace(
+    name: str, blocks: tuple[str, ...], actions: list[tuple[str, ...]], init: frozenset[Atom] | None = None
+) -> Trace:
     state = table_state(*blocks) if init is None else init
     steps = []
     for action, *args in actions:
@@ -73,13 +97,34 @@ def demo_traces() -> list[Trace]:
     # Stack/unstack both onto a block on the table and onto one on another block, so that
     # "ontable ?y" is not mistaken for a precondition.
     return [
-        make_trace("demo-1", ("a", "b", "c"), [
-            ("pick-up", "a"), ("stack", "a", "b"), ("pick-up", "c"), ("stack", "c", "a"),
-            ("unstack", "c", "a"), ("put-down", "c"), ("unstack", "a", "b"), ("put-down", "a")]),
-        make_trace("demo-2", ("d", "e", "f"), [
-            ("pick-up", "e"), ("stack", "e", "d"), ("pick-up", "f"), ("stack", "f", "e"),
-            ("unstack", "f", "e"), ("put-down", "f"),
-            ("unstack", "e", "d"), ("put-down", "e")]),
+        make_trace(
+            "demo-1",
+            ("a", "b", "c"),
+            [
+                ("pick-up", "a"),
+                ("stack", "a", "b"),
+                ("pick-up", "c"),
+                ("stack", "c", "a"),
+                ("unstack", "c", "a"),
+                ("put-down", "c"),
+                ("unstack", "a", "b"),
+                ("put-down", "a"),
+            ],
+        ),
+        make_trace(
+            "demo-2",
+            ("d", "e", "f"),
+            [
+                ("pick-up", "e"),
+                ("stack", "e", "d"),
+                ("pick-up", "f"),
+                ("stack", "f", "e"),
+                ("unstack", "f", "e"),
+                ("put-down", "f"),
+                ("unstack", "e", "d"),
+                ("put-down", "e"),
+            ],
+        ),
     ]
 
 
@@ -103,8 +148,13 @@ def blocks():
     import types
 
     return types.SimpleNamespace(
-        A=A, domain=blocksworld, apply=apply, make_trace=make_trace, demo_traces=demo_traces,
-        table_state=table_state, reverse_tower=reverse_tower_problem,
+        A=A,
+        domain=blocksworld,
+        apply=apply,
+        make_trace=make_trace,
+        demo_traces=demo_traces,
+        table_state=table_state,
+        reverse_tower=reverse_tower_problem,
     )
 
 

@@ -31,4 +31,3 @@ def test_bad_perturbation_and_problem_exit_2(tmp_path, capsys):
     bad.write_text("(define (problem x) (:domain tabletop) (:objects b1 - block) (:init (on b1 b1)) (:goal (and)))")
     assert main(["plan", "demo", "--no-video", "--problem", str(bad), "--out", str(tmp_path)]) == 2
     assert "embody plan demo: error:" in capsys.readouterr().err
-

@@ -35,8 +35,10 @@ def domain():
 
 def replanner(domain, problem: Problem):
     """Solve again from the observed facts, same objects and goal."""
+
     def replan(facts):
         return solve(domain, Problem(problem.name, problem.domain_name, problem.objects, facts, problem.goal)).steps
+
     return replan
 
 

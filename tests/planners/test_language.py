@@ -29,7 +29,9 @@ def test_request_shape_and_goal(stub, preds):
     stub.replies.append((200, stub.completion("(and (on b1 b2) (in-drawer b3 d1))"), 0))
     client = ChatClient(stub.url, "tiny-model", api_key="sk-test", timeout_s=5)
     assert llm_goal("stack b1 on b2, b3 in the drawer", OBJECTS, preds, client) == {
-        A("on", "b1", "b2"), A("in-drawer", "b3", "d1")}
+        A("on", "b1", "b2"),
+        A("in-drawer", "b3", "d1"),
+    }
     (req,) = stub.requests
     assert req["path"] == "/v1/chat/completions"
     assert req["headers"]["Authorization"] == "Bearer sk-test"
@@ -42,39 +44,48 @@ def test_request_shape_and_goal(stub, preds):
     assert "stack b1 on b2, b3 in the drawer" in user
 
 
-@pytest.mark.parametrize("reply", [
-    "Sure! The goal is:\n```pddl\n(and (ON b1 b2)\n     (drawer-closed d1))\n```\n(b1 must be clear first.)",
-    "(:goal (and (on b1 b2) (drawer-closed d1)))",
-    "Goal: (on b1 b2) and (drawer-closed d1)",  # no (and ...): the atoms naming known predicates
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Sure! The goal is:\n```pddl\n(and (ON b1 b2)\n     (drawer-closed d1))\n```\n(b1 must be clear first.)",
+        "(:goal (and (on b1 b2) (drawer-closed d1)))",
+        "Goal: (on b1 b2) and (drawer-closed d1)",  # no (and ...): the atoms naming known predicates
+    ],
+)
 def test_reply_in_prose_or_code_fences(stub, preds, reply):
     stub.replies.append((200, stub.completion(reply), 0))
     goal = llm_goal("put b1 on b2 and close the drawer", OBJECTS, preds, ChatClient(stub.url, "m"))
     assert goal == {A("on", "b1", "b2"), A("drawer-closed", "d1")}
 
 
-@pytest.mark.parametrize("reply, match", [
-    ("(and (on b1 b9))", r"\(on b1 b9\): 'b9' is not an object of the scene; reply: '\(and \(on b1 b9\)\)'"),
-    ("(and (on b1 b2) (fly b1))", r"\(fly b1\): unknown predicate 'fly'; reply:"),
-    ("(and (on b1))", r"\(on b1\): on takes 2 arguments, got 1; reply:"),
-    ("(and (in-drawer d1 b1))", r"\(in-drawer d1 b1\): d1 is a drawer, in-drawer expects a block; reply:"),
-    ("(and (not (on b1 b2)))", r"only positive atoms .* got \(not \(on b1 b2\)\)"),
-    ("(and (on b1 b2) (on b2 b3)", r"unbalanced parentheses"),
-    ("I cannot help with that.", r"no PDDL goal"),
-])
+@pytest.mark.parametrize(
+    "reply, match",
+    [
+        ("(and (on b1 b9))", r"\(on b1 b9\): 'b9' is not an object of the scene; reply: '\(and \(on b1 b9\)\)'"),
+        ("(and (on b1 b2) (fly b1))", r"\(fly b1\): unknown predicate 'fly'; reply:"),
+        ("(and (on b1))", r"\(on b1\): on takes 2 arguments, got 1; reply:"),
+        ("(and (in-drawer d1 b1))", r"\(in-drawer d1 b1\): d1 is a drawer, in-drawer expects a block; reply:"),
+        ("(and (not (on b1 b2)))", r"only positive atoms .* got \(not \(on b1 b2\)\)"),
+        ("(and (on b1 b2) (on b2 b3)", r"unbalanced parentheses"),
+        ("I cannot help with that.", r"no PDDL goal"),
+    ],
+)
 def test_invalid_goal_is_named(stub, preds, reply, match):
     stub.replies.append((200, stub.completion(reply), 0))
     with pytest.raises(LanguageError, match=match):
         llm_goal("do it", OBJECTS, preds, ChatClient(stub.url, "m"))
 
 
-@pytest.mark.parametrize("replies, match", [
-    ([(500, b'{"error": "model overloaded, try later"}', 0)], r"answered HTTP 500 .*model overloaded"),
-    ([(200, b"<html>not json", 0)], "malformed JSON: '<html>not json'"),
-    ([(200, b'{"choices": []}', 0)], r"without choices\[0\].message.content"),
-    (["drop", "drop"], "closed the connection twice"),
-    ([(200, b"{}", 30)], r"/v1/chat/completions did not answer within timeout_s=0.3 s"),
-])
+@pytest.mark.parametrize(
+    "replies, match",
+    [
+        ([(500, b'{"error": "model overloaded, try later"}', 0)], r"answered HTTP 500 .*model overloaded"),
+        ([(200, b"<html>not json", 0)], "malformed JSON: '<html>not json'"),
+        ([(200, b'{"choices": []}', 0)], r"without choices\[0\].message.content"),
+        (["drop", "drop"], "closed the connection twice"),
+        ([(200, b"{}", 30)], r"/v1/chat/completions did not answer within timeout_s=0.3 s"),
+    ],
+)
 def test_endpoint_failures_are_language_errors(stub, preds, replies, match):
     """Callers of the planner catch one error (the CLI exits 2 on it); the chat error is its cause."""
     stub.replies += replies
@@ -127,8 +138,10 @@ RULES = [
     ("pick up the peg", {A("holding-peg", "p1")}),
     ("put the peg on the table", {A("peg-on-table", "p1")}),
     ("stack b1 on b2 and b2 on b3", {A("on", "b1", "b2"), A("on", "b2", "b3")}),
-    ("put b1 and b2 in the drawer, then push b3 within reach",
-     {A("in-drawer", "b1", "d1"), A("in-drawer", "b2", "d1"), A("reachable", "b3")}),
+    (
+        "put b1 and b2 in the drawer, then push b3 within reach",
+        {A("in-drawer", "b1", "d1"), A("in-drawer", "b2", "d1"), A("reachable", "b3")},
+    ),
     ("put all blocks on the table", {A("ontable", "b1"), A("ontable", "b2"), A("ontable", "b3")}),
     # the goal is the final state: later clauses replace what they move again
     ("pick up b1 and put it on b2", {A("on", "b1", "b2")}),
@@ -142,12 +155,15 @@ def test_rule_goal(preds, instruction, goal):
     assert rule_goal(instruction, OBJECTS, preds) == goal
 
 
-@pytest.mark.parametrize("instruction, match", [
-    ("dance a little", r"cannot understand 'dance a little' .*supported: put X on Y"),
-    ("put b1 on b2 quickly", r"cannot understand 'quickly' after 'put b1 on b2'"),
-    ("", "no goal in instruction"),
-    ("put b1 on the drawer", "d1 is a drawer, on expects a block"),
-])
+@pytest.mark.parametrize(
+    "instruction, match",
+    [
+        ("dance a little", r"cannot understand 'dance a little' .*supported: put X on Y"),
+        ("put b1 on b2 quickly", r"cannot understand 'quickly' after 'put b1 on b2'"),
+        ("", "no goal in instruction"),
+        ("put b1 on the drawer", "d1 is a drawer, on expects a block"),
+    ],
+)
 def test_rule_goal_rejects_what_it_cannot_parse(preds, instruction, match):
     with pytest.raises(LanguageError, match=match):
         rule_goal(instruction, OBJECTS, preds)
@@ -178,8 +194,11 @@ def test_rule_goal_maps_concepts_to_another_vocabulary():
     goal = rule_goal("put the cup on the plate and put the plate in the box", objects, preds, resolve)
     assert goal == {A("atop", "cup", "plate"), A("inside", "plate", "bin")}
     assert calls == [("on", 2), ("in", 2)]
-    with pytest.raises(LanguageError, match=r"no predicate for concept 'reachable' \(1 argument\(s\)\) among: atop, "
-                                            r"grasped, inside$"):
+    with pytest.raises(
+        LanguageError,
+        match=r"no predicate for concept 'reachable' \(1 argument\(s\)\) among: atop, "
+        r"grasped, inside$",
+    ):
         rule_goal("push the cup within reach", objects, preds, resolve)
     with pytest.raises(LanguageError, match="pass resolve="):
         rule_goal("hold the cup", objects, preds)

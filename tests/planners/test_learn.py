@@ -25,7 +25,8 @@ def assert_same_domain(learned: Domain, truth: Domain) -> None:
     for op in truth.operators:
         assert canonical(learned.operator(op.name)) == canonical(op), op.name
     assert {(p.name, tuple(t for _, t in p.params)) for p in learned.predicates} == {
-        (p.name, tuple(t for _, t in p.params)) for p in truth.predicates}
+        (p.name, tuple(t for _, t in p.params)) for p in truth.predicates
+    }
 
 
 def test_learns_blocksworld(blocks):
@@ -60,12 +61,17 @@ def test_opposite_effects_and_bad_types_are_reported(blocks):
     traces = blocks.demo_traces()
     s = traces[0].steps[0]  # pick-up a: claim it made "handempty" ... true while deleting it elsewhere
     traces[0].steps[0] = Step(s.action, s.args, s.before - {Atom("handempty")}, s.after | {Atom("handempty")})
-    odd = Trace("demo-3", {"t": "table", "a": "block"}, [
-        Step("pick-up", ("t",), frozenset({Atom("clear", ("t",))}), frozenset({Atom("holding", ("t",))}))])
+    odd = Trace(
+        "demo-3",
+        {"t": "table", "a": "block"},
+        [Step("pick-up", ("t",), frozenset({Atom("clear", ("t",))}), frozenset({Atom("holding", ("t",))}))],
+    )
     _, issues = learn_domain([*traces, odd], "blocks")
     text = "\n".join(map(str, issues))
-    assert "demo-1 step 0: pick-up(a): effects contradict the 3 other demonstration(s) of pick-up: " \
-           "adds (handempty), which they delete" in text
+    assert (
+        "demo-1 step 0: pick-up(a): effects contradict the 3 other demonstration(s) of pick-up: "
+        "adds (handempty), which they delete" in text
+    )
     assert "demo-3 step 0: pick-up(t): argument types (table) differ from (block)" in text
     assert any(i.kind == "predicate" and i.trace == "demo-3" for i in issues)
 

@@ -5,8 +5,18 @@ from __future__ import annotations
 import pytest
 
 from embody.planners.pddl import (
-    Atom, PDDLError, domain_to_pddl, parse_domain, parse_problem, problem_to_pddl, read_domain, read_problem,
-    to_up_problem, up_environment, write_domain, write_problem,
+    Atom,
+    PDDLError,
+    domain_to_pddl,
+    parse_domain,
+    parse_problem,
+    problem_to_pddl,
+    read_domain,
+    read_problem,
+    to_up_problem,
+    up_environment,
+    write_domain,
+    write_problem,
 )
 
 
@@ -32,8 +42,11 @@ def test_unknown_predicate_and_type_name_file_and_line(tmp_path, blocks):
     text = domain_to_pddl(blocks.domain())
     bad = tmp_path / "typo.pddl"
     bad.write_text(text.replace("(holding ?x))", "(holdin ?x))", 1))
-    with pytest.raises(PDDLError, match=r"typo\.pddl: line 11, column 24: action put-down precondition \(holdin \?x\): "
-                                        r"unknown predicate 'holdin'"):
+    with pytest.raises(
+        PDDLError,
+        match=r"typo\.pddl: line 11, column 24: action put-down precondition \(holdin \?x\): "
+        r"unknown predicate 'holdin'",
+    ):
         read_domain(bad)
     bad.write_text(text.replace(":parameters (?x - block)", ":parameters (?x - blok)", 1))
     with pytest.raises(PDDLError, match=r"typo\.pddl: line 6, column 17: action pick-up: unknown type 'blok' of \?x"):
@@ -57,12 +70,18 @@ def test_unsupported_features_rejected(tmp_path, blocks):
     text = domain_to_pddl(blocks.domain())
     p = tmp_path / "neg.pddl"
     p.write_text(text.replace("(and (holding ?x))", "(and (not (handempty)))", 1))
-    with pytest.raises(PDDLError, match=r"neg\.pddl: line 11, column 24: action put-down precondition: "
-                                        r"only positive atoms"):
+    with pytest.raises(
+        PDDLError,
+        match=r"neg\.pddl: line 11, column 24: action put-down precondition: "
+        r"only positive atoms",
+    ):
         read_domain(p)
     p.write_text(text.replace("(:types block)", "(:types block - thing thing)"))
-    with pytest.raises(PDDLError, match=r"neg\.pddl: line 3, column 3: type hierarchies are not supported "
-                                        r"\(block - thing\)"):
+    with pytest.raises(
+        PDDLError,
+        match=r"neg\.pddl: line 3, column 3: type hierarchies are not supported "
+        r"\(block - thing\)",
+    ):
         read_domain(p)
 
 
@@ -95,56 +114,90 @@ PROBLEM = """(define (problem pr) (:domain d)
 """
 
 
-@pytest.mark.parametrize("old, new, message", [
-    ("(and (p ?x))", "(and (not (p ?x)))",
-     r"line 7, column 24: action a precondition: only positive atoms are supported, got \(not \(p \?x\)\)"),
-    ("(and (p ?x))", "(and (or (p ?x) (q)))",
-     r"line 7, column 24: action a precondition: .* got \(or \(p \?x\) \(q\)\)"),
-    ("(and (p ?x))", "(forall (?y - box) (p ?y))", r"line 7, column 19: action a precondition: .* got \(forall"),
-    ("(and (p ?x))", "(exists (?y - box) (p ?y))", r"line 7, column 19: action a precondition: .* got \(exists"),
-    ("(and (p ?x))", "(and (= ?x ?x))", r"line 7, column 24: action a precondition: .* got \(= \?x \?x\)"),
-    ("(not (p ?x))", "(when (q) (not (p ?x)))",
-     r"line 8, column 22: action a effect: only plain add/delete effects are supported, got \(when"),
-    ("(not (p ?x))", "(increase (total-cost) 1)", r"line 8, column 22: action a effect: .* got \(increase"),
-    ("(not (p ?x))", "(not (not (p ?x)))", r"line 8, column 22: action a effect: .* got \(not \(not"),
-    ("(:types box)", "(:types box - thing thing)",
-     r"line 3, column 3: type hierarchies are not supported \(box - thing\)"),
-    ("(:types box)", "(:types box - (either a b) a b)",
-     r"line 3, column 17: ':types': 'either' types are not supported"),
-    ("(q))\n", "(q))\n  (:functions (total-cost))\n",
-     r"line 5, column 3: numeric fluents \(:functions\) are not supported"),
-    ("(q))\n", "(q))\n  (:constants c - box)\n",
-     r"line 5, column 3: domain constants \(:constants\) are not supported"),
-    ("(q))\n", "(q))\n  (:derived (q) (p ?x))\n", r"line 5, column 3: derived predicates are not supported"),
-    ("(:action a", "(:durative-action a", r"line 5, column 3: durative actions are not supported"),
-    ("    :effect", "    :observe (q)\n    :effect", r"line 5, column 3: action a: unsupported :observe"),
-    ("(and (p ?x))", "(and (p ?y))", r"line 7, column 24: action a precondition \(p \?y\): '\?y' is not a parameter"),
-    ("(and (p ?x))", "(and (p ?x ?x))",
-     r"line 7, column 24: action a precondition \(p \?x \?x\): p takes 1 arguments, got 2"),
-    ("(and (p ?x))", "(and (r ?x))", r"line 7, column 24: action a precondition \(r \?x\): unknown predicate 'r'"),
-    ("(?x - box)", "(?x - crate)", r"line 6, column 17: action a: unknown type 'crate' of \?x"),
-    ("(?x - box)", "(?x ?x - box)", r"line 6, column 17: action a: repeated parameter name"),
-    ("(q))\n", "(q) (q))\n", r"line 4, column 33: predicate q is declared twice"),
-    ("(and (q) (not", "(and (q)) (not", r"line 8, column 37: unbalanced '\)'"),
-    ("(define (domain d)", "(define (problem d)", r"no '\(define \(domain NAME\)' header"),
-])
+@pytest.mark.parametrize(
+    "old, new, message",
+    [
+        (
+            "(and (p ?x))",
+            "(and (not (p ?x)))",
+            r"line 7, column 24: action a precondition: only positive atoms are supported, got \(not \(p \?x\)\)",
+        ),
+        (
+            "(and (p ?x))",
+            "(and (or (p ?x) (q)))",
+            r"line 7, column 24: action a precondition: .* got \(or \(p \?x\) \(q\)\)",
+        ),
+        ("(and (p ?x))", "(forall (?y - box) (p ?y))", r"line 7, column 19: action a precondition: .* got \(forall"),
+        ("(and (p ?x))", "(exists (?y - box) (p ?y))", r"line 7, column 19: action a precondition: .* got \(exists"),
+        ("(and (p ?x))", "(and (= ?x ?x))", r"line 7, column 24: action a precondition: .* got \(= \?x \?x\)"),
+        (
+            "(not (p ?x))",
+            "(when (q) (not (p ?x)))",
+            r"line 8, column 22: action a effect: only plain add/delete effects are supported, got \(when",
+        ),
+        ("(not (p ?x))", "(increase (total-cost) 1)", r"line 8, column 22: action a effect: .* got \(increase"),
+        ("(not (p ?x))", "(not (not (p ?x)))", r"line 8, column 22: action a effect: .* got \(not \(not"),
+        (
+            "(:types box)",
+            "(:types box - thing thing)",
+            r"line 3, column 3: type hierarchies are not supported \(box - thing\)",
+        ),
+        (
+            "(:types box)",
+            "(:types box - (either a b) a b)",
+            r"line 3, column 17: ':types': 'either' types are not supported",
+        ),
+        (
+            "(q))\n",
+            "(q))\n  (:functions (total-cost))\n",
+            r"line 5, column 3: numeric fluents \(:functions\) are not supported",
+        ),
+        (
+            "(q))\n",
+            "(q))\n  (:constants c - box)\n",
+            r"line 5, column 3: domain constants \(:constants\) are not supported",
+        ),
+        ("(q))\n", "(q))\n  (:derived (q) (p ?x))\n", r"line 5, column 3: derived predicates are not supported"),
+        ("(:action a", "(:durative-action a", r"line 5, column 3: durative actions are not supported"),
+        ("    :effect", "    :observe (q)\n    :effect", r"line 5, column 3: action a: unsupported :observe"),
+        (
+            "(and (p ?x))",
+            "(and (p ?y))",
+            r"line 7, column 24: action a precondition \(p \?y\): '\?y' is not a parameter",
+        ),
+        (
+            "(and (p ?x))",
+            "(and (p ?x ?x))",
+            r"line 7, column 24: action a precondition \(p \?x \?x\): p takes 1 arguments, got 2",
+        ),
+        ("(and (p ?x))", "(and (r ?x))", r"line 7, column 24: action a precondition \(r \?x\): unknown predicate 'r'"),
+        ("(?x - box)", "(?x - crate)", r"line 6, column 17: action a: unknown type 'crate' of \?x"),
+        ("(?x - box)", "(?x ?x - box)", r"line 6, column 17: action a: repeated parameter name"),
+        ("(q))\n", "(q) (q))\n", r"line 4, column 33: predicate q is declared twice"),
+        ("(and (q) (not", "(and (q)) (not", r"line 8, column 37: unbalanced '\)'"),
+        ("(define (domain d)", "(define (problem d)", r"no '\(define \(domain NAME\)' header"),
+    ],
+)
 def test_domain_rejections_name_what_and_where(old, new, message):
     assert old in DOMAIN
     with pytest.raises(PDDLError, match=r"^d\.pddl: " + message):
         parse_domain(DOMAIN.replace(old, new, 1), "d.pddl")
 
 
-@pytest.mark.parametrize("old, new, message", [
-    ("(p b1)", "(p zz)", r"line 3, column 10: init \(p zz\): 'zz' is an unknown object"),
-    ("(p b1)", "(p b1 b2)", r"line 3, column 10: init \(p b1 b2\): p takes 1 arguments, got 2"),
-    ("(p b1)", "(= (cost) 1)", r"line 3, column 10: init: only positive atoms are supported, got \(= \(cost\) 1\)"),
-    ("(p b2)", "(not (p b2))", r"line 4, column 19: goal: only positive atoms are supported, got \(not \(p b2\)\)"),
-    ("(p b2)", "(or (p b2) (p b1))", r"line 4, column 19: goal: only positive atoms are supported, got \(or"),
-    ("- box", "- crate", r"line 2, column 3: object b1 has unknown type 'crate'"),
-    ("(:goal", "(:metric minimize (cost)) (:goal", r"line 4, column 3: unsupported section :metric"),
-    ("(:domain d)", "(:domain e)", r"problem is for domain 'e', not 'd'"),
-    ("(p b1))", "(p b1)", r"line 1, column 1: '\(' is never closed"),
-])
+@pytest.mark.parametrize(
+    "old, new, message",
+    [
+        ("(p b1)", "(p zz)", r"line 3, column 10: init \(p zz\): 'zz' is an unknown object"),
+        ("(p b1)", "(p b1 b2)", r"line 3, column 10: init \(p b1 b2\): p takes 1 arguments, got 2"),
+        ("(p b1)", "(= (cost) 1)", r"line 3, column 10: init: only positive atoms are supported, got \(= \(cost\) 1\)"),
+        ("(p b2)", "(not (p b2))", r"line 4, column 19: goal: only positive atoms are supported, got \(not \(p b2\)\)"),
+        ("(p b2)", "(or (p b2) (p b1))", r"line 4, column 19: goal: only positive atoms are supported, got \(or"),
+        ("- box", "- crate", r"line 2, column 3: object b1 has unknown type 'crate'"),
+        ("(:goal", "(:metric minimize (cost)) (:goal", r"line 4, column 3: unsupported section :metric"),
+        ("(:domain d)", "(:domain e)", r"problem is for domain 'e', not 'd'"),
+        ("(p b1))", "(p b1)", r"line 1, column 1: '\(' is never closed"),
+    ],
+)
 def test_problem_rejections_name_what_and_where(old, new, message):
     assert old in PROBLEM
     with pytest.raises(PDDLError, match=r"^p\.pddl: " + message):
@@ -201,8 +254,15 @@ def test_to_up_problem_matches_unified_planning_reading_our_text(blocks):
         return frozenset(str(c) for f in formulas for c in (f.args if f.is_and() else [f]))
 
     def ops(p):
-        return {(a.name, tuple(str(x.type) for x in a.parameters), conjuncts(a.preconditions),
-                 frozenset(map(str, a.effects))) for a in p.actions}
+        return {
+            (
+                a.name,
+                tuple(str(x.type) for x in a.parameters),
+                conjuncts(a.preconditions),
+                frozenset(map(str, a.effects)),
+            )
+            for a in p.actions
+        }
 
     assert facts(ours) == facts(theirs) and ops(ours) == ops(theirs)
     assert conjuncts(ours.goals) == conjuncts(theirs.goals)

@@ -70,10 +70,23 @@ def test_timeout_exits_4(tmp_path, blocks, capsys):
     init |= {Atom("on", (names[i], names[i - 1])) for i in range(1, 40)}
     goal = {Atom("on", (order[i], order[i - 1])) for i in range(1, 40)}
     prob = tmp_path / "big.pddl"
-    prob.write_text(problem_to_pddl(Problem("big", "blocks", {b: "block" for b in names}, frozenset(init),
-                                            frozenset(goal))))
-    code = main(["plan", "solve", "--domain", str(dom), "--problem", str(prob), "--planner", "fast-downward-opt",
-                 "--timeout", "1"])
+    prob.write_text(
+        problem_to_pddl(Problem("big", "blocks", {b: "block" for b in names}, frozenset(init), frozenset(goal)))
+    )
+    code = main(
+        [
+            "plan",
+            "solve",
+            "--domain",
+            str(dom),
+            "--problem",
+            str(prob),
+            "--planner",
+            "fast-downward-opt",
+            "--timeout",
+            "1",
+        ]
+    )
     assert code == 4
     assert "timeout: fast-downward-opt found no plan for problem 'big' within 1 s" in capsys.readouterr().err
 
@@ -88,13 +101,28 @@ def test_missing_planner_binary_exits_5_unless_falling_back(problem, tmp_path, m
 
 def test_contradicting_domains_exit_2(tmp_path, capsys):
     ref = read_domain(REF)
-    other = REF.read_text().replace("(domain tabletop)", "(domain other)").replace(
-        ":effect (and (ontable ?b) (clear ?b) (handempty) (not (holding ?b))))",
-        ":effect (and (ontable ?b) (clear ?b) (not (handempty)) (not (holding ?b))))")
+    other = (
+        REF.read_text()
+        .replace("(domain tabletop)", "(domain other)")
+        .replace(
+            ":effect (and (ontable ?b) (clear ?b) (handempty) (not (holding ?b))))",
+            ":effect (and (ontable ?b) (clear ?b) (not (handempty)) (not (holding ?b))))",
+        )
+    )
     (tmp_path / "other.pddl").write_text(other)
     write_domain(ref, tmp_path / "tabletop.pddl")
-    code = main(["plan", "fuse", str(tmp_path / "tabletop.pddl"), str(tmp_path / "other.pddl"), "--out",
-                 str(tmp_path / "m.pddl"), "--embedder", "lexical"])
+    code = main(
+        [
+            "plan",
+            "fuse",
+            str(tmp_path / "tabletop.pddl"),
+            str(tmp_path / "other.pddl"),
+            "--out",
+            str(tmp_path / "m.pddl"),
+            "--embedder",
+            "lexical",
+        ]
+    )
     assert code == 2
     assert "operator put-down: other and tabletop contradict: (handempty)" in capsys.readouterr().err
 

@@ -45,7 +45,9 @@ def test_unsolvable_raises_noplan(blocks, planner):
 
 
 def test_unknown_planner_lists_valid_ones(blocks):
-    with pytest.raises(ValueError, match="unknown planner 'lama'; valid planners: fast-downward, fast-downward-opt, pyperplan"):
+    with pytest.raises(
+        ValueError, match="unknown planner 'lama'; valid planners: fast-downward, fast-downward-opt, pyperplan"
+    ):
         solve(blocks.domain(), blocks.reverse_tower(2), planner="lama")
 
 
@@ -143,15 +145,28 @@ def test_driver_runs_in_a_private_directory_and_its_plan_is_validated(blocks, fa
     plan = solve(blocks.domain(), blocks.reverse_tower(2), timeout_s=7.5, fallback=False)
     assert plan.planner == "fast-downward"
     assert [s.predicate for s in plan] == ["unstack", "put-down", "pick-up", "stack"]
-    (cwd, argv), = calls()
+    ((cwd, argv),) = calls()
     assert Path(cwd) != tmp_path and not Path(cwd).exists()  # a temporary directory, removed afterwards
-    assert argv == ["--plan-file", "plan", "--search-time-limit", "7s", "--log-level", "info", "--alias", "lama-first",
-                    "domain.pddl", "problem.pddl"]
+    assert argv == [
+        "--plan-file",
+        "plan",
+        "--search-time-limit",
+        "7s",
+        "--log-level",
+        "info",
+        "--alias",
+        "lama-first",
+        "domain.pddl",
+        "problem.pddl",
+    ]
     with pytest.raises(PlanningError, match="validator rejects"):  # a wrong plan never gets through
         solve(blocks.domain(), blocks.reverse_tower(3), fallback=False)
     set_mode("bogus")
-    with pytest.raises(PlanningError, match=r"fast-downward returned a plan that is not of domain blocks: "
-                                            r"\(fly b1\): unknown action 'fly'"):
+    with pytest.raises(
+        PlanningError,
+        match=r"fast-downward returned a plan that is not of domain blocks: "
+        r"\(fly b1\): unknown action 'fly'",
+    ):
         solve(blocks.domain(), blocks.reverse_tower(2), fallback=False)
 
 
@@ -174,18 +189,21 @@ def test_timeout_kills_the_driver_and_its_children(blocks, fake_driver):
     assert not _alive(int(Path(str(log) + ".child").read_text()))
 
 
-@pytest.mark.parametrize("code, error, message", [
-    (None, PlanTimeout, r"^fast-downward found no plan for problem 'reverse3' within 5 s$"),
-    (21, PlanTimeout, r"within 5 s"),
-    (23, PlanTimeout, r"within 5 s"),
-    (10, NoPlan, r"^fast-downward proved no plan for problem 'reverse3'$"),
-    (11, NoPlan, r"^fast-downward proved no plan"),
-    (12, NoPlan, r"^fast-downward found no plan for problem 'reverse3'$"),
-    (22, PlannerUnavailable, r"^fast-downward ended with MEMOUT \(exit code 22\): log line 1 log line 2$"),
-    (34, PlannerUnavailable, r"ended with UNSUPPORTED_PROBLEM \(exit code 34\)"),
-    (31, PlannerUnavailable, r"ended with INTERNAL_ERROR \(exit code 31\): log line"),
-    (2, PlannerUnavailable, r"ended with INTERNAL_ERROR \(exit code 2, no plan file\)"),  # not "no plan found"
-])
+@pytest.mark.parametrize(
+    "code, error, message",
+    [
+        (None, PlanTimeout, r"^fast-downward found no plan for problem 'reverse3' within 5 s$"),
+        (21, PlanTimeout, r"within 5 s"),
+        (23, PlanTimeout, r"within 5 s"),
+        (10, NoPlan, r"^fast-downward proved no plan for problem 'reverse3'$"),
+        (11, NoPlan, r"^fast-downward proved no plan"),
+        (12, NoPlan, r"^fast-downward found no plan for problem 'reverse3'$"),
+        (22, PlannerUnavailable, r"^fast-downward ended with MEMOUT \(exit code 22\): log line 1 log line 2$"),
+        (34, PlannerUnavailable, r"ended with UNSUPPORTED_PROBLEM \(exit code 34\)"),
+        (31, PlannerUnavailable, r"ended with INTERNAL_ERROR \(exit code 31\): log line"),
+        (2, PlannerUnavailable, r"ended with INTERNAL_ERROR \(exit code 2, no plan file\)"),  # not "no plan found"
+    ],
+)
 def test_fast_downward_exit_codes(blocks, monkeypatch, code, error, message):
     seen = []
 
@@ -197,7 +215,7 @@ def test_fast_downward_exit_codes(blocks, monkeypatch, code, error, message):
     with pytest.raises(error, match=message) as info:
         solve(blocks.domain(), blocks.reverse_tower(3), planner="fast-downward", timeout_s=5, fallback=False)
     assert type(info.value) is error
-    (cmd, cwd, timeout_s), = seen
+    ((cmd, cwd, timeout_s),) = seen
     assert cmd[-2:] == ["domain.pddl", "problem.pddl"] and timeout_s == 5 and Path(cwd) != Path(os.getcwd())
 
 
@@ -219,12 +237,18 @@ def test_optimal_search_and_fallback_only_when_fast_downward_cannot_run(blocks, 
 
 def test_validate_names_steps_outside_the_domain(blocks):
     dom, prob = blocks.domain(), blocks.reverse_tower(2)
-    good = (Atom("unstack", ("b1", "b2")), Atom("put-down", ("b1",)), Atom("pick-up", ("b2",)),
-            Atom("stack", ("b2", "b1")))
+    good = (
+        Atom("unstack", ("b1", "b2")),
+        Atom("put-down", ("b1",)),
+        Atom("pick-up", ("b2",)),
+        Atom("stack", ("b2", "b1")),
+    )
     assert validate(dom, prob, good) is None
     assert validate(dom, prob, good[1:]).startswith("INAPPLICABLE_ACTION")
     assert validate(dom, prob, (Atom("fly", ("b1",)),)) == "not a plan of domain blocks: (fly b1): unknown action 'fly'"
-    assert validate(dom, prob, (Atom("stack", ("b1",)),)) == ("not a plan of domain blocks: (stack b1): stack takes 2 "
-                                                             "arguments, got 1")
-    assert validate(dom, prob, (Atom("pick-up", ("zz",)),)) == ("not a plan of domain blocks: (pick-up zz): "
-                                                               "unknown object 'zz'")
+    assert validate(dom, prob, (Atom("stack", ("b1",)),)) == (
+        "not a plan of domain blocks: (stack b1): stack takes 2 arguments, got 1"
+    )
+    assert validate(dom, prob, (Atom("pick-up", ("zz",)),)) == (
+        "not a plan of domain blocks: (pick-up zz): unknown object 'zz'"
+    )

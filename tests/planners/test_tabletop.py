@@ -27,8 +27,11 @@ def atoms(*texts: str) -> frozenset[Atom]:
 
 
 def on_table(*blocks: str, far: tuple[str, ...] = ()) -> set[str]:
-    return ({f"(ontable {b})" for b in blocks} | {f"(clear {b})" for b in blocks}
-            | {f"(reachable {b})" for b in blocks if b not in far})
+    return (
+        {f"(ontable {b})" for b in blocks}
+        | {f"(clear {b})" for b in blocks}
+        | {f"(reachable {b})" for b in blocks if b not in far}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +64,9 @@ def run_plan(scene, domain, objects, init, goal):
 
 def test_vocabulary_is_the_reference_domain(domain):
     assert PREDICATES == {p.name: tuple(t for _, t in p.params) for p in domain.predicates}
-    assert {n: types for n, (_, types) in SKILLS.items()} == {o.name: tuple(t for _, t in o.params)
-                                                               for o in domain.operators}
+    assert {n: types for n, (_, types) in SKILLS.items()} == {
+        o.name: tuple(t for _, t in o.params) for o in domain.operators
+    }
 
 
 def test_tower_of_three(scene, domain):
@@ -74,8 +78,18 @@ def test_tower_of_three(scene, domain):
 
 def test_unstack_and_put_down(scene, domain):
     objects = {"a": "block", "b": "block", "c": "block", "d": "block"}
-    init = atoms("(handempty)", "(ontable a)", "(on b a)", "(on c b)", "(on d c)", "(clear d)",
-                 "(reachable a)", "(reachable b)", "(reachable c)", "(reachable d)")
+    init = atoms(
+        "(handempty)",
+        "(ontable a)",
+        "(on b a)",
+        "(on c b)",
+        "(on d c)",
+        "(clear d)",
+        "(reachable a)",
+        "(reachable b)",
+        "(reachable c)",
+        "(reachable d)",
+    )
     run_plan(scene, domain, objects, init, atoms("(ontable b)", "(ontable c)", "(on d a)"))
 
 
@@ -108,19 +122,48 @@ def test_insert_pegs(scene, domain):
 SETUPS = {
     "held block over a far block, open drawer holding two": (
         {"a": "block", "b": "block", "c": "block", "d": "block", "dr": "drawer"},
-        atoms("(holding a)", "(reachable a)", *on_table("b", far=("b",)), "(drawer-open dr)",
-              "(in-drawer c dr)", "(in-drawer d dr)", "(reachable c)", "(reachable d)")),
+        atoms(
+            "(holding a)",
+            "(reachable a)",
+            *on_table("b", far=("b",)),
+            "(drawer-open dr)",
+            "(in-drawer c dr)",
+            "(in-drawer d dr)",
+            "(reachable c)",
+            "(reachable d)",
+        ),
+    ),
     "held peg, the other inserted": (
         {"p1": "peg", "p2": "peg", "h1": "hole", "h2": "hole", "b1": "block"},
-        atoms("(holding-peg p1)", "(inserted p2 h2)", "(hole-free h1)", *on_table("b1"))),
+        atoms("(holding-peg p1)", "(inserted p2 h2)", "(hole-free h1)", *on_table("b1")),
+    ),
     "far tower and a tower of three": (
         {"a": "block", "b": "block", "c": "block", "d": "block", "p": "peg", "h": "hole", "dr": "drawer"},
-        atoms("(handempty)", "(ontable a)", "(on b a)", "(clear b)", "(reachable b)", "(ontable c)", "(on d c)",
-              "(clear d)", "(reachable c)", "(reachable d)", "(peg-on-table p)", "(hole-free h)", "(drawer-closed dr)")),
+        atoms(
+            "(handempty)",
+            "(ontable a)",
+            "(on b a)",
+            "(clear b)",
+            "(reachable b)",
+            "(ontable c)",
+            "(on d c)",
+            "(clear d)",
+            "(reachable c)",
+            "(reachable d)",
+            "(peg-on-table p)",
+            "(hole-free h)",
+            "(drawer-closed dr)",
+        ),
+    ),
     "four blocks in a closed drawer": (
         {"a": "block", "b": "block", "c": "block", "d": "block", "dr": "drawer"},
-        atoms("(handempty)", "(drawer-closed dr)", *(f"(in-drawer {x} dr)" for x in "abcd"),
-              *(f"(reachable {x})" for x in "abcd"))),
+        atoms(
+            "(handempty)",
+            "(drawer-closed dr)",
+            *(f"(in-drawer {x} dr)" for x in "abcd"),
+            *(f"(reachable {x})" for x in "abcd"),
+        ),
+    ),
 }
 
 
@@ -135,21 +178,36 @@ def test_setup_realizes_init_exactly(scene, name):
 
 
 IMPOSSIBLE = [
-    ({"b1": "block", "d1": "drawer"}, ["(handempty)", "(drawer-open d1)", *on_table("b1"), "(in-drawer b1 d1)"],
-     "block b1 needs exactly one place"),
+    (
+        {"b1": "block", "d1": "drawer"},
+        ["(handempty)", "(drawer-open d1)", *on_table("b1"), "(in-drawer b1 d1)"],
+        "block b1 needs exactly one place",
+    ),
     ({"b1": "block"}, ["(handempty)", *on_table("b1"), "(flying b1)"], "unknown predicate 'flying'"),
     ({"b1": "block", "c": "cup"}, ["(handempty)", *on_table("b1")], "type 'cup' is not supported"),
     ({f"b{i}": "block" for i in range(5)}, ["(handempty)"], "5 objects of type block, the scene holds at most 4"),
-    ({"b1": "block", "b2": "block"}, ["(handempty)", *on_table("b1"), "(on b2 b1)", "(reachable b2)", "(clear b2)"],
-     "(clear b1) must be false"),
+    (
+        {"b1": "block", "b2": "block"},
+        ["(handempty)", *on_table("b1"), "(on b2 b1)", "(reachable b2)", "(clear b2)"],
+        "(clear b1) must be false",
+    ),
     ({"b1": "block"}, [*on_table("b1")], "(handempty) must be true"),
-    ({"b1": "block", "d": "drawer"}, ["(handempty)", "(in-drawer b1 d)", "(drawer-open d)"],
-     "b1 is not reachable, but only a block on the table"),
+    (
+        {"b1": "block", "d": "drawer"},
+        ["(handempty)", "(in-drawer b1 d)", "(drawer-open d)"],
+        "b1 is not reachable, but only a block on the table",
+    ),
     ({"p": "peg", "h": "hole"}, ["(handempty)", "(peg-on-table p)", "(inserted p h)"], "peg p needs exactly one place"),
-    ({"b1": "block", "b2": "block"}, ["(handempty)", "(on b1 b2)", "(on b2 b1)", "(clear b1)", "(reachable b1)",
-                                       "(reachable b2)"], "form a cycle"),
-    ({"b1": "block"}, ["(handempty)", "(ontable b1)", "(clear b1)", "(reachable b1)", "(on b1)"],
-     "on takes 2 arguments"),
+    (
+        {"b1": "block", "b2": "block"},
+        ["(handempty)", "(on b1 b2)", "(on b2 b1)", "(clear b1)", "(reachable b1)", "(reachable b2)"],
+        "form a cycle",
+    ),
+    (
+        {"b1": "block"},
+        ["(handempty)", "(ontable b1)", "(clear b1)", "(reachable b1)", "(on b1)"],
+        "on takes 2 arguments",
+    ),
 ]
 
 
@@ -162,8 +220,10 @@ def test_impossible_init_raises(scene, objects, init, fragment):
 
 
 def test_failed_skills_report_not_ok(scene):
-    scene.setup({"b1": "block", "b2": "block", "d": "drawer"},
-                atoms("(handempty)", "(drawer-closed d)", *on_table("b1", "b2", far=("b1",))))
+    scene.setup(
+        {"b1": "block", "b2": "block", "d": "drawer"},
+        atoms("(handempty)", "(drawer-closed d)", *on_table("b1", "b2", far=("b1",))),
+    )
     before = scene.facts()
     r = scene.run("pick-up", ("b1",))
     assert not r.ok and "out of reach" in r.message
@@ -182,9 +242,18 @@ def test_failed_skills_report_not_ok(scene):
 
 
 def test_perturbations_change_the_facts(scene):
-    scene.setup({"b1": "block", "b2": "block", "d": "drawer"},
-                atoms("(handempty)", "(drawer-open d)", "(ontable b1)", "(on b2 b1)", "(clear b2)",
-                      "(reachable b1)", "(reachable b2)"))
+    scene.setup(
+        {"b1": "block", "b2": "block", "d": "drawer"},
+        atoms(
+            "(handempty)",
+            "(drawer-open d)",
+            "(ontable b1)",
+            "(on b2 b1)",
+            "(clear b2)",
+            "(reachable b1)",
+            "(reachable b2)",
+        ),
+    )
     scene.perturb("knock", "b2")
     assert atoms("(ontable b2)", "(clear b1)", "(clear b2)") <= scene.facts()
     scene.perturb("far", "b2")

@@ -2,10 +2,10 @@
 
 import pytest
 import torch
+from policy_helpers import cartpole, linear_expert, small_mlp, small_rnn
 
 from embody.policies.bc import BCConfig, _windows, action_mse, train_bc
 from embody.policies.datasets import DatasetError, Demonstrations
-from policy_helpers import cartpole, linear_expert, small_mlp, small_rnn
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from policy_helpers import small_mlp, small_rnn
 
 from embody.policies import checkpoint as ckpt_mod
 from embody.policies.checkpoint import CheckpointError, load_checkpoint, read_meta, save_checkpoint
-from policy_helpers import small_mlp, small_rnn
 
 SPEC = {"task": "toy", "obs_size": 3, "privileged_size": 2, "action_size": 2}
 

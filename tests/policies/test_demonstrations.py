@@ -15,8 +15,10 @@ GOLDEN = Path(__file__).parent / "golden"
 def maze_like() -> Demonstrations:
     """Three episodes (2, 3, 1 steps) of a uint8 image, an int8 heading and int8 discrete actions."""
     rng = np.random.default_rng(0)
-    obs = {"image": rng.integers(0, 256, (6, 3, 3, 3)).astype(np.uint8),
-           "direction": rng.integers(0, 4, 6).astype(np.int8)}
+    obs = {
+        "image": rng.integers(0, 256, (6, 3, 3, 3)).astype(np.uint8),
+        "direction": rng.integers(0, 4, 6).astype(np.int8),
+    }
     return Demonstrations.from_arrays(obs, rng.integers(0, 7, 6).astype(np.int8), [2, 3, 1], {"tasks": [4, 5, 6]})
 
 
@@ -26,8 +28,11 @@ def test_named_parts_come_back_exactly_in_their_dtypes():
     assert d.obs_parts == {"image": Part((3, 3, 3), "uint8"), "direction": Part((), "int8")}
     assert d.parts_spec() == {"image": (3, 3, 3), "direction": ()} and d.action_part == Part((), "int8")
     rng = np.random.default_rng(0)
-    image, direction, actions = (rng.integers(0, 256, (6, 3, 3, 3)).astype(np.uint8),
-                                 rng.integers(0, 4, 6).astype(np.int8), rng.integers(0, 7, 6).astype(np.int8))
+    image, direction, actions = (
+        rng.integers(0, 256, (6, 3, 3, 3)).astype(np.uint8),
+        rng.integers(0, 4, 6).astype(np.int8),
+        rng.integers(0, 7, 6).astype(np.int8),
+    )
     back = d.obs_arrays()
     assert back["image"].dtype == np.uint8 and np.array_equal(back["image"], image)
     assert back["direction"].dtype == np.int8 and np.array_equal(back["direction"], direction)
@@ -50,8 +55,9 @@ def test_episodes_and_first():
     with pytest.raises(ValueError, match="must be positive and add up to 6"):
         Demonstrations.from_arrays(np.zeros((6, 2)), np.zeros((6, 1)), [2, 3])
     f32 = np.float32
-    plain = Demonstrations.from_episodes([np.zeros((2, 3), f32), np.ones((4, 3), f32)],
-                                         [np.zeros((2, 1), f32), np.ones((4, 1), f32)])
+    plain = Demonstrations.from_episodes(
+        [np.zeros((2, 3), f32), np.ones((4, 3), f32)], [np.zeros((2, 1), f32), np.ones((4, 1), f32)]
+    )
     assert plain.obs_parts == {} and plain.action_part is None and plain.episode_lengths.tolist() == [2, 4]
     assert plain.parts_spec() == {"obs": (3,)} and list(plain.obs_arrays()) == ["obs"]
 
@@ -86,8 +92,11 @@ def test_malformed_files_are_one_error_naming_the_file(tmp_path):
 
     def write(name: str, header: dict, obs=torch.zeros(4, 3)) -> Path:
         path = tmp_path / name
-        save_file({"obs": obs, "actions": torch.zeros(4, 1), "episode_starts": torch.ones(4, dtype=torch.bool)},
-                  str(path), metadata={"embody": json.dumps(header)})
+        save_file(
+            {"obs": obs, "actions": torch.zeros(4, 1), "episode_starts": torch.ones(4, dtype=torch.bool)},
+            str(path),
+            metadata={"embody": json.dumps(header)},
+        )
         return path
 
     base = {"format": "embody.demonstrations", "format_version": 1, "meta": {}}

@@ -7,8 +7,16 @@ import pytest
 import torch
 
 from embody.policies.checkpoint import CheckpointError
-from embody.policies.diffusion import (DiffusionConfig, DiffusionModel, alpha_bars, load_diffusion, plan_condition,
-                                       sample_plans, save_diffusion, train_diffusion)
+from embody.policies.diffusion import (
+    DiffusionConfig,
+    DiffusionModel,
+    alpha_bars,
+    load_diffusion,
+    plan_condition,
+    sample_plans,
+    save_diffusion,
+    train_diffusion,
+)
 from embody.policies.trajectory import TrajectoryBCConfig, train_trajectory_bc
 from embody.policies.value import QConfig, train_q
 
@@ -64,8 +72,9 @@ def test_ddim_is_deterministic_for_a_seed_and_batched(bimodal):
 def test_trajectory_shaped_samples_and_schedules():
     rng = np.random.default_rng(0)
     cond, x = rng.normal(size=(64, 3)).astype(np.float32), rng.normal(size=(64, 4, 2)).astype(np.float32)
-    model = train_diffusion(cond, x, DiffusionConfig(hidden=[16], timesteps=20, ddim_steps=5, epochs=2,
-                                                     schedule="linear", progress=False))
+    model = train_diffusion(
+        cond, x, DiffusionConfig(hidden=[16], timesteps=20, ddim_steps=5, epochs=2, schedule="linear", progress=False)
+    )
     assert model.sample(cond[:2], 3, generator=0).shape == (2, 3, 4, 2)
     assert len(model.history) == 2 and model.summary["epochs"] == 2
     for schedule in ("cosine", "linear"):
@@ -108,8 +117,9 @@ def driving(n: int, seed: int):
 def test_residual_adapter_recovers_the_modes_bc_averages_and_q_picks_one():
     torch.set_num_threads(1)
     obs, center, expert = driving(1500, seed=0)
-    base = train_trajectory_bc(obs, expert, TrajectoryBCConfig(hidden=[64, 64], epochs=40, batch_size=64,
-                                                               progress=False))
+    base = train_trajectory_bc(
+        obs, expert, TrajectoryBCConfig(hidden=[64, 64], epochs=40, batch_size=64, progress=False)
+    )
     base_plan = base.predict(obs)
     adapter = train_diffusion(plan_condition(obs, base_plan), expert - base_plan, DiffusionConfig(**SMALL, epochs=100))
 

@@ -10,6 +10,7 @@ consecutive observations.
 import numpy as np
 import pytest
 import torch
+from policy_helpers import cartpole, small_mlp, small_rnn
 
 from embody.policies.bc import BCConfig
 from embody.policies.datasets import Demonstrations
@@ -18,7 +19,6 @@ from embody.robots import get_robot
 from embody.sims import make_sim
 from embody.sims.tasks.cartpole_swingup import CartpoleSwingup, CartpoleSwingupConfig
 from embody.sims.vec_env import VecEnv
-from policy_helpers import cartpole, small_mlp, small_rnn
 
 
 class HiddenVelocityCartpole(CartpoleSwingup):
@@ -66,8 +66,9 @@ def test_mixture_extremes_are_teacher_and_student(beta):
         labels.append(teacher(obs))
         return labels[-1]
 
-    data, stats = rollout_mixture(hidden_velocity_env(), teacher_checked, student, 30, beta, "privileged",
-                                  np.random.default_rng(0))
+    data, stats = rollout_mixture(
+        hidden_velocity_env(), teacher_checked, student, 30, beta, "privileged", np.random.default_rng(0)
+    )
     driver = teacher if beta == 1.0 else student
     ref = Demonstrations.from_rollouts(hidden_velocity_env(), driver, 30, expert_obs="privileged" if beta else "obs")
     torch.testing.assert_close(data.obs, ref.obs)  # the same states: that policy drove the envs
@@ -86,8 +87,9 @@ def test_dagger_fully_observed_mlp_student():
     env = cartpole(init_noise=1.0, max_episode_steps=100)
     student = small_mlp(5, 1)
     untrained = own_mse(env, student, "obs")
-    cfg = DAggerConfig(iterations=4, steps_per_iteration=100, eval_steps=100,
-                       bc=BCConfig(epochs=10, batch_size=128, lr=3e-3))
+    cfg = DAggerConfig(
+        iterations=4, steps_per_iteration=100, eval_steps=100, bc=BCConfig(epochs=10, batch_size=128, lr=3e-3)
+    )
     hist = distill(env, teacher, student, cfg, teacher_obs="obs")
     assert [h["samples"] for h in hist] == [400, 800, 1200, 1600]
     assert [h["beta"] for h in hist] == [1.0, 0.5, 0.25, 0.125]
@@ -98,8 +100,12 @@ def test_dagger_fully_observed_mlp_student():
 
 def test_recurrent_student_beats_mlp_under_partial_observation():
     """~7 s: DAgger with 8 envs for an MLP and a GRU student."""
-    cfg = DAggerConfig(iterations=6, steps_per_iteration=100, eval_steps=100,
-                       bc=BCConfig(epochs=10, batch_size=256, lr=3e-3, seq_len=16, burn_in=4))
+    cfg = DAggerConfig(
+        iterations=6,
+        steps_per_iteration=100,
+        eval_steps=100,
+        bc=BCConfig(epochs=10, batch_size=256, lr=3e-3, seq_len=16, burn_in=4),
+    )
     results = {}
     for name, student in (("mlp", small_mlp(3, 1)), ("gru", small_rnn(3, 1))):
         env = hidden_velocity_env(n_envs=8)

@@ -108,8 +108,11 @@ def test_alpha_trades_bc_against_q_and_iql_needs_its_advantage_weights(data, age
     # α → 0 is plain BC: the mean of the two modes, i.e. standing still
     assert np.abs(agents["bc"].act(TEST_STATES)).mean() < 0.2
     mid = train_offline(*data, OfflineRLConfig(**FAST, alpha=0.5))
-    ret = {"bc": rollout_return(agents["bc"].act), "mid": rollout_return(mid.act),
-           "td3bc": rollout_return(agents["td3bc"].act)}
+    ret = {
+        "bc": rollout_return(agents["bc"].act),
+        "mid": rollout_return(mid.act),
+        "td3bc": rollout_return(agents["td3bc"].act),
+    }
     # observed (seeds 0-2): α 0 → -5.9..-6.5, α 0.5 → -2.0..-2.5, α 2.5 → -0.32..-0.44
     # (the policy's distance to the good action: 2.2, 1.6-1.7, 0.14-0.16)
     assert ret["bc"] + 1.5 < ret["mid"] < ret["td3bc"] - 0.8, ret

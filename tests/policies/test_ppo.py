@@ -4,11 +4,11 @@ import math
 
 import numpy as np
 import torch
+from policy_helpers import cartpole, small_mlp
 
 from embody.policies.actor_critic import ActorCritic, ActorCriticConfig
 from embody.policies.ppo import PPO, PPOConfig, RolloutBuffer
 from embody.sims.vec_env import StepInfo
-from policy_helpers import cartpole, small_mlp
 
 
 def test_two_iterations_on_cartpole():

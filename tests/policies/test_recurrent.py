@@ -2,9 +2,9 @@
 
 import pytest
 import torch
+from policy_helpers import small_rnn
 
 from embody.policies.base import Policy
-from policy_helpers import small_rnn
 
 RNN_TYPES = ["gru", "lstm"]
 

@@ -6,12 +6,19 @@ import json
 import numpy as np
 import pytest
 import torch
+from policy_helpers import small_mlp
 
 from embody.policies.checkpoint import CheckpointError, save_checkpoint
-from embody.policies.trajectory import (TrajectoryBCConfig, TrajectoryMLP, evaluate_loss, load_trajectory_bc,
-                                        save_model, split_indices, train_trajectory_bc)
+from embody.policies.trajectory import (
+    TrajectoryBCConfig,
+    TrajectoryMLP,
+    evaluate_loss,
+    load_trajectory_bc,
+    save_model,
+    split_indices,
+    train_trajectory_bc,
+)
 from embody.policies.value import QConfig, QModel, load_q, save_q, spearman, train_q
-from policy_helpers import small_mlp
 
 O, H, D = 5, 8, 4  # observation size; 8 waypoints of (x, y, heading, speed)
 FAST = dict(hidden=[64, 64], epochs=60, batch_size=64, progress=False)

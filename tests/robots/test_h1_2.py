@@ -73,10 +73,15 @@ def sim(spec):
 
 
 def reset_default(sim, spec) -> None:
-    sim.reset(np.array([0]), InitState(
-        joint_pos=spec.default_pose[None], joint_vel=np.zeros((1, spec.n_joints)),
-        base_pos=np.array([c.DEFAULT_BASE_POS]), base_quat=np.array([[1.0, 0, 0, 0]]),
-    ))
+    sim.reset(
+        np.array([0]),
+        InitState(
+            joint_pos=spec.default_pose[None],
+            joint_vel=np.zeros((1, spec.n_joints)),
+            base_pos=np.array([c.DEFAULT_BASE_POS]),
+            base_quat=np.array([[1.0, 0, 0, 0]]),
+        ),
+    )
 
 
 # -- spec against the published numbers -------------------------------------------------------
@@ -147,7 +152,9 @@ def _lowest_sole_z(spec, model, state) -> float:
         data.qpos[model.joint(name).qposadr[0]] = q
     mujoco.mj_kinematics(model, data)
     corners = np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).reshape(3, -1).T
-    z = [data.geom(g).xpos[2] + (corners * model.geom(g).size) @ data.geom(g).xmat.reshape(3, 3)[2] for g in c.FEET_GEOMS]
+    z = [
+        data.geom(g).xpos[2] + (corners * model.geom(g).size) @ data.geom(g).xmat.reshape(3, 3)[2] for g in c.FEET_GEOMS
+    ]
     return float(np.min(z))
 
 

@@ -141,7 +141,9 @@ def test_composition_order_with_tilted_mount(spec, tmp_path):
     """Non-trivial torso offset/orientation, tilted waist axis and rotated IMU site, checked
     against MuJoCo's own kinematics (the real mount is identity-oriented, which hides order)."""
     xml = spec.mjcf.read_text()
-    xml = xml.replace('<body name="torso_link">', '<body name="torso_link" pos="0.01 0.02 0.05" quat="0.9 0.2 -0.3 0.1">')
+    xml = xml.replace(
+        '<body name="torso_link">', '<body name="torso_link" pos="0.01 0.02 0.05" quat="0.9 0.2 -0.3 0.1">'
+    )
     xml = xml.replace('<joint name="torso_joint" axis="0 0 1"', '<joint name="torso_joint" axis="0.3 -0.2 1"')
     xml = xml.replace('<site name="imu" ', '<site name="imu" quat="0.7 -0.1 0.4 0.3" ')
     path = tmp_path / "h1_2_tilted.xml"
@@ -157,8 +159,14 @@ def test_composition_order_with_tilted_mount(spec, tmp_path):
     qa, va = m.jnt_qposadr[jid], m.jnt_dofadr[jid]
     rng = np.random.default_rng(4)
     n = 6
-    imu_q, gyro, jp, jv, base_q, base_w = (np.zeros((n, 4)), np.zeros((n, 3)), np.zeros((n, c.NUM_JOINTS)),
-                                           np.zeros((n, c.NUM_JOINTS)), np.zeros((n, 4)), np.zeros((n, 3)))
+    imu_q, gyro, jp, jv, base_q, base_w = (
+        np.zeros((n, 4)),
+        np.zeros((n, 3)),
+        np.zeros((n, c.NUM_JOINTS)),
+        np.zeros((n, c.NUM_JOINTS)),
+        np.zeros((n, 4)),
+        np.zeros((n, 3)),
+    )
     for i in range(n):
         q = rng.normal(size=4)
         base_q[i] = q / np.linalg.norm(q)
@@ -172,8 +180,9 @@ def test_composition_order_with_tilted_mount(spec, tmp_path):
         vel = np.zeros(6)
         mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_SITE, sid, vel, 1)
         gyro[i] = vel[:3]
-    state = RobotState(joint_pos=jp, joint_vel=jv, joint_torque=np.zeros_like(jp), time=np.zeros(n),
-                       imu_quat=imu_q, imu_gyro=gyro)
+    state = RobotState(
+        joint_pos=jp, joint_vel=jv, joint_torque=np.zeros_like(jp), time=np.zeros(n), imu_quat=imu_q, imu_gyro=gyro
+    )
     pq = pelvis_quat(state, mount)
     sign = np.sign(np.sum(pq * base_q, axis=1))[:, None]
     np.testing.assert_allclose(pq, sign * base_q, atol=1e-9)

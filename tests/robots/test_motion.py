@@ -19,13 +19,24 @@ NAMES = ("torso_joint", "left_elbow_pitch_joint")
 def _clip(T=5, root=True, label="test clip") -> MotionClip:
     rng = np.random.default_rng(1)
     quat = rng.normal(size=(T, 4))
-    return MotionClip(NAMES, 10.0, rng.normal(size=(T, 2)), rng.normal(size=(T, 3)) if root else None,
-                      quat / np.linalg.norm(quat, axis=1, keepdims=True) if root else None, label)
+    return MotionClip(
+        NAMES,
+        10.0,
+        rng.normal(size=(T, 2)),
+        rng.normal(size=(T, 3)) if root else None,
+        quat / np.linalg.norm(quat, axis=1, keepdims=True) if root else None,
+        label,
+    )
 
 
 def _write(path, tensors, **meta_changes):
-    meta = {"format": "embody.motion", "format_version": "1", "fps": "10.0",
-            "joint_names": json.dumps(list(NAMES)), "label": ""}
+    meta = {
+        "format": "embody.motion",
+        "format_version": "1",
+        "fps": "10.0",
+        "joint_names": json.dumps(list(NAMES)),
+        "label": "",
+    }
     meta.update(meta_changes)
     save_file(tensors, str(path), metadata={k: v for k, v in meta.items() if v is not None})
     return path
@@ -69,13 +80,24 @@ def _bad_files(tmp_path):
     }
 
 
-@pytest.mark.parametrize("name, words", [
-    ("missing.safetensors", "missing"), ("trunc.safetensors", "truncated"), ("text.safetensors", "truncated"),
-    ("foreign.safetensors", "format"), ("nometa.safetensors", "format"), ("version.safetensors", "version"),
-    ("cols.safetensors", "joint_pos has shape"), ("root.safetensors", "root_pos has shape"),
-    ("quat.safetensors", "root_quat has shape"), ("nan.safetensors", "non-finite"), ("fps0.safetensors", "fps"),
-    ("fpsneg.safetensors", "fps"), ("nojoint.safetensors", "joint_pos"),
-])
+@pytest.mark.parametrize(
+    "name, words",
+    [
+        ("missing.safetensors", "missing"),
+        ("trunc.safetensors", "truncated"),
+        ("text.safetensors", "truncated"),
+        ("foreign.safetensors", "format"),
+        ("nometa.safetensors", "format"),
+        ("version.safetensors", "version"),
+        ("cols.safetensors", "joint_pos has shape"),
+        ("root.safetensors", "root_pos has shape"),
+        ("quat.safetensors", "root_quat has shape"),
+        ("nan.safetensors", "non-finite"),
+        ("fps0.safetensors", "fps"),
+        ("fpsneg.safetensors", "fps"),
+        ("nojoint.safetensors", "joint_pos"),
+    ],
+)
 def test_load_refuses(tmp_path, name, words):
     _bad_files(tmp_path)
     with pytest.raises(MotionError) as e:

@@ -12,8 +12,16 @@ from embody.robots.peg_arm.model import ARM_XML, N_SIDES, scene_xml  # noqa: E40
 
 # Franka docs, "Robot and interface specifications": modified (Craig) DH (a, d, alpha) per joint,
 # then the flange; joint limits, velocity and torque limits.
-DH = [(0, 0.333, 0), (0, 0, -np.pi / 2), (0, 0.316, np.pi / 2), (0.0825, 0, np.pi / 2),
-      (-0.0825, 0.384, -np.pi / 2), (0, 0, np.pi / 2), (0.088, 0, np.pi / 2), (0, 0.107, 0)]
+DH = [
+    (0, 0.333, 0),
+    (0, 0, -np.pi / 2),
+    (0, 0.316, np.pi / 2),
+    (0.0825, 0, np.pi / 2),
+    (-0.0825, 0.384, -np.pi / 2),
+    (0, 0, np.pi / 2),
+    (0.088, 0, np.pi / 2),
+    (0, 0.107, 0),
+]
 Q_MAX = [2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973]
 Q_MIN = [-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973]
 DQ_MAX = [2.175] * 4 + [2.61] * 3
@@ -34,8 +42,9 @@ def dh_flange(q):
     T = np.eye(4)
     for (a, d, alpha), theta in zip(DH, list(q) + [0.0]):
         ca, sa, ct, st = np.cos(alpha), np.sin(alpha), np.cos(theta), np.sin(theta)
-        T = T @ np.array([[ct, -st, 0, a], [st * ca, ct * ca, -sa, -d * sa],
-                          [st * sa, ct * sa, ca, d * ca], [0, 0, 0, 1]])
+        T = T @ np.array(
+            [[ct, -st, 0, a], [st * ca, ct * ca, -sa, -d * sa], [st * sa, ct * sa, ca, d * ca], [0, 0, 0, 1]]
+        )
     return T
 
 

@@ -5,8 +5,8 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco")
 
-from embody.robots.peg_arm import make_spec  # noqa: E402
 from embody.robots.peg_arm import constants as C  # noqa: E402
+from embody.robots.peg_arm import make_spec  # noqa: E402
 from embody.robots.peg_arm.kinematics import DOWN, ArmModel  # noqa: E402
 
 

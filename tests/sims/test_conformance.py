@@ -26,8 +26,9 @@ ACCEL_FREE_FALL_TOL = 0.5  # m/s², specific force in free fall
 
 
 def build(sim_name, robot="h1_2", n=2, control="pd", decimation=10, physics_dt=0.002):
-    cfg = SimConfig(n_envs=n, decimation=decimation, control=control, physics_dt=physics_dt,
-                    render_width=64, render_height=48)
+    cfg = SimConfig(
+        n_envs=n, decimation=decimation, control=control, physics_dt=physics_dt, render_width=64, render_height=48
+    )
     return make_sim(sim_name, get_robot(robot), cfg)
 
 
@@ -294,8 +295,13 @@ def test_a_robot_state_outlives_the_next_step(sim_name):
     sim.reset(np.array([0]), airborne(spec, 1, z=3.0, ang_vel=np.array([[0.5, 0.2, 0.1]])))
     kept = sim.state()
     snapshot = {k: np.array(v, copy=True) for k, v in vars(kept).items() if isinstance(v, np.ndarray)}
-    snapshot.update({f"privileged.{k}": np.array(v, copy=True) for k, v in vars(kept.privileged).items()
-                     if isinstance(v, np.ndarray)})
+    snapshot.update(
+        {
+            f"privileged.{k}": np.array(v, copy=True)
+            for k, v in vars(kept.privileged).items()
+            if isinstance(v, np.ndarray)
+        }
+    )
     for _ in range(3):
         sim.step(np.tile(spec.default_pose, (1, 1)) + 0.1)
     for k, v in snapshot.items():
@@ -340,7 +346,10 @@ def _feet_xy(spec, state) -> np.ndarray:
     sites = [m.site(s).id for s in spec.sensors.foot_sites]
     out = []
     for i in range(len(state.joint_pos)):
-        d.qpos[free:free + 3], d.qpos[free + 3:free + 7] = state.privileged.base_pos[i], state.privileged.base_quat[i]
+        d.qpos[free : free + 3], d.qpos[free + 3 : free + 7] = (
+            state.privileged.base_pos[i],
+            state.privileged.base_quat[i],
+        )
         d.qpos[qadr] = state.joint_pos[i]
         mujoco.mj_kinematics(m, d)
         out.append(d.site_xpos[sites, :2].copy())
@@ -384,8 +393,10 @@ def test_added_mass_and_mass_scale_change_the_weight_on_the_feet(sim_name):
         sim.step(np.tile(spec.default_pose, (4, 1)))
         forces.append(sim.state().privileged.contact_force.sum(axis=1))
     w = np.mean(forces[5:], axis=0)  # (4,) weight carried by the feet [N]
-    print(f"{sim_name}: carried {w.round(2)} N; +{added} kg -> {w[1] - w[0]:.2f} N (expected {added * G:.2f}), "
-          f"x{scale} -> x{w[2] / w[0]:.4f}, friction 1 only -> {w[3] - w[0]:+.2g} N")
+    print(
+        f"{sim_name}: carried {w.round(2)} N; +{added} kg -> {w[1] - w[0]:.2f} N (expected {added * G:.2f}), "
+        f"x{scale} -> x{w[2] / w[0]:.4f}, friction 1 only -> {w[3] - w[0]:+.2g} N"
+    )
     assert abs((w[1] - w[0]) / (added * G) - 1) < ADDED_WEIGHT_TOL, w
     assert abs(w[2] / w[0] / scale - 1) < MASS_SCALE_TOL, w
     assert abs(w[3] / w[0] - 1) < 1e-3, w  # an added mass defaulting to other than 0 would show here
@@ -413,8 +424,10 @@ def test_friction_scales_the_deceleration_of_a_sliding_robot(sim_name):
         x.append(sim.state().privileged.base_pos[:, 0].copy())
     v, x = np.array(v), np.array(x)
     decel = (v[9] - v[19]) / (10 * sim.dt)  # (3,) over the last 0.2 s
-    print(f"{sim_name}: slid {x[-1].round(3)} m, final speed {v[-1].round(3)} m/s, deceleration of the "
-          f"mu=0.2 env {decel[0]:.2f} m/s² (mu*g = {0.2 * G:.2f})")
+    print(
+        f"{sim_name}: slid {x[-1].round(3)} m, final speed {v[-1].round(3)} m/s, deceleration of the "
+        f"mu=0.2 env {decel[0]:.2f} m/s² (mu*g = {0.2 * G:.2f})"
+    )
     assert x[-1, 0] > x[-1, 1] + 0.1 and x[-1, 1] > x[-1, 2] - 0.01, x[-1]
     assert v[-1, 0] > 0.5 and abs(v[-1, 1]) < 0.05 and abs(v[-1, 2]) < 0.05, v[-1]
     assert abs(decel[0] / (0.2 * G) - 1) < FRICTION_DECEL_TOL, decel
@@ -428,8 +441,12 @@ def test_nominal_parameters_restore_the_nominal_physics(sim_name):
     needs(sim, "physics_params")
     spec = sim.robot
     ids = np.array([1, 2])
-    sim.set_physics(ids, PhysicsParams(friction=np.array([0.3, 2.0]), added_base_mass=np.array([5.0, -2.0]),
-                                       mass_scale=np.array([1.3, 0.8])))
+    sim.set_physics(
+        ids,
+        PhysicsParams(
+            friction=np.array([0.3, 2.0]), added_base_mass=np.array([5.0, -2.0]), mass_scale=np.array([1.3, 0.8])
+        ),
+    )
     sim.reset(np.arange(3), _standing(spec, 3))
     for _ in range(3):  # run randomized for a while (in contact) ...
         sim.step(np.tile(spec.default_pose, (3, 1)))

@@ -46,8 +46,18 @@ def test_module_imports_without_genesis_and_names_the_extra(monkeypatch):
         monkeypatch.delitem(sys.modules, mod)
     module = importlib.import_module("embody.sims.genesis")
     assert module.GenesisSimulator.name == "genesis"
-    assert module.GenesisSimulator.capabilities <= {"pd", "torque", "imu", "contact", "ee_pose", "wrench",
-                                                     "render", "state", "physics_params", "push"}
+    assert module.GenesisSimulator.capabilities <= {
+        "pd",
+        "torque",
+        "imu",
+        "contact",
+        "ee_pose",
+        "wrench",
+        "render",
+        "state",
+        "physics_params",
+        "push",
+    }
     with pytest.raises(MissingExtra, match=r"embody\[genesis\]"):
         module.GenesisSimulator(get_robot("cartpole"), SimConfig())
 

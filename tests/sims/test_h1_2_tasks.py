@@ -139,7 +139,9 @@ def test_stand_refuses_bad_clip_libraries(tmp_path):
     with pytest.raises(MotionError, match="broken.safetensors"):
         make_env("h1_2-stand", n_envs=1, config=cfg)
     (tmp_path / "foreign").mkdir()
-    MotionClip(("left_wing_joint",), 50.0, np.zeros((10, 1)), label="wings").save(tmp_path / "foreign" / "w.safetensors")
+    MotionClip(("left_wing_joint",), 50.0, np.zeros((10, 1)), label="wings").save(
+        tmp_path / "foreign" / "w.safetensors"
+    )
     cfg.motion.library = str(tmp_path / "foreign")
     with pytest.raises(MotionError, match="left_wing_joint"):
         make_env("h1_2-stand", n_envs=1, config=cfg)
@@ -177,8 +179,7 @@ def test_short_training_beats_a_random_policy(tmp_path):
     from embody.benchmarks.learning import random_baseline
     from embody.train import resolve_config, train
 
-    cfg = resolve_config("h1_2-velocity", overrides=["steps=150000", "max_time_s=0", "video=false",
-                                                     "eval_episodes=16"])
+    cfg = resolve_config("h1_2-velocity", overrides=["steps=150000", "max_time_s=0", "video=false", "eval_episodes=16"])
     summary = train(cfg, tmp_path / "run")
     baseline = random_baseline("h1_2-velocity", [])
     assert summary["return_mean"] > 1.3 * baseline["return_mean"], (summary, baseline)

@@ -71,29 +71,35 @@ def test_arm_reach_success_semantics_and_oracle():
     assert np.mean(oracle.returns) > np.mean(rand.returns) + 30
 
 
-@pytest.mark.parametrize("change, match", [
-    ({"target_high": [0.9, 0.15, 0.25]}, "out of the arm's reach"),
-    ({"target_low": [0.7, -0.15, 0.05]}, "low <= high"),
-    ({"target_low": [0.4, -0.15, -0.05]}, "above the board"),
-    ({"action_scale": -0.5}, "action_scale must be > 0"),
-    ({"wrench_source": "magic"}, "wrench_source"),
-])
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        ({"target_high": [0.9, 0.15, 0.25]}, "out of the arm's reach"),
+        ({"target_low": [0.7, -0.15, 0.05]}, "low <= high"),
+        ({"target_low": [0.4, -0.15, -0.05]}, "above the board"),
+        ({"action_scale": -0.5}, "action_scale must be > 0"),
+        ({"wrench_source": "magic"}, "wrench_source"),
+    ],
+)
 def test_arm_reach_bad_config(change, match):
     with pytest.raises(ConfigError, match=match):
         make_env("arm-reach", n_envs=1, config=ArmReachConfig(**change))
 
 
 # -- peg-insert -------------------------------------------------------------------------------
-@pytest.mark.parametrize("change, match", [
-    ({"clearance": -0.001}, r"clearance must lie in \[0, 0.01\]"),
-    ({"clearance_range": [0.002, 0.001]}, "clearance_range"),
-    ({"hole_pos": [1.2, 0.0, 0.0]}, "out of the arm's reach"),
-    ({"hole_pos": [0.5, 0.0, 0.0], "hole_xy_range": 0.2}, "hole_xy_range must be <= 0.05"),
-    ({"hole_xy_range": -0.01}, "hole_xy_range must be >= 0"),
-    ({"insert_depth": 0.05}, "insert_depth must lie in"),
-    ({"peg_length": 0.05}, "peg_length"),
-    ({"action_scale": 0.0}, "action_scale must be > 0"),
-])
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        ({"clearance": -0.001}, r"clearance must lie in \[0, 0.01\]"),
+        ({"clearance_range": [0.002, 0.001]}, "clearance_range"),
+        ({"hole_pos": [1.2, 0.0, 0.0]}, "out of the arm's reach"),
+        ({"hole_pos": [0.5, 0.0, 0.0], "hole_xy_range": 0.2}, "hole_xy_range must be <= 0.05"),
+        ({"hole_xy_range": -0.01}, "hole_xy_range must be >= 0"),
+        ({"insert_depth": 0.05}, "insert_depth must lie in"),
+        ({"peg_length": 0.05}, "peg_length"),
+        ({"action_scale": 0.0}, "action_scale must be > 0"),
+    ],
+)
 def test_peg_insert_bad_config(change, match):
     with pytest.raises(ConfigError, match=match):
         make_env("peg-insert", n_envs=1, config=PegInsertConfig(**change))
@@ -119,7 +125,8 @@ def test_clearance_is_drawn_per_vec_env():
     assert PegInsert.robot_params(cfg, 3) == PegInsert.robot_params(cfg, 3)
     env = make_env("peg-insert", n_envs=1, seed=3, config=cfg)
     assert env.task.privileged_observe(env.sim.state())[0, 4] == pytest.approx(
-        PegInsert.robot_params(cfg, 3)["clearance"])
+        PegInsert.robot_params(cfg, 3)["clearance"]
+    )
     env.close()
 
 

@@ -64,8 +64,9 @@ def test_cartpole_swingup_runs_through_make_env():
 
 @needs_pybullet
 def test_batched_step_equals_stepping_the_env_alone():
-    init = InitState(np.tile(get_robot("h1_2").default_pose, (1, 1)) + 0.05, np.zeros((1, 27)),
-                     base_pos=np.array([[0.0, 0.0, 1.05]]))
+    init = InitState(
+        np.tile(get_robot("h1_2").default_pose, (1, 1)) + 0.05, np.zeros((1, 27)), base_pos=np.array([[0.0, 0.0, 1.05]])
+    )
     batch, alone = sim("h1_2", n=3, decimation=4), sim("h1_2", n=1, decimation=4)
     batch.reset(np.array([1]), init)
     alone.reset(np.array([0]), init)
@@ -126,9 +127,17 @@ def test_reset_base_state_conventions():
     """InitState: base_lin_vel world frame, base_ang_vel base frame; RobotState: both in the base frame."""
     s = sim("h1_2", n=1)
     yaw90 = np.array([[np.cos(np.pi / 4), 0, 0, np.sin(np.pi / 4)]])
-    s.reset(np.array([0]), InitState(s.robot.default_pose[None], np.zeros((1, 27)), base_pos=np.array([[1.0, 2, 3]]),
-                                     base_quat=yaw90, base_lin_vel=np.array([[1.0, 0, 0]]),
-                                     base_ang_vel=np.array([[0.0, 0.5, 0]])))
+    s.reset(
+        np.array([0]),
+        InitState(
+            s.robot.default_pose[None],
+            np.zeros((1, 27)),
+            base_pos=np.array([[1.0, 2, 3]]),
+            base_quat=yaw90,
+            base_lin_vel=np.array([[1.0, 0, 0]]),
+            base_ang_vel=np.array([[0.0, 0.5, 0]]),
+        ),
+    )
     priv = s.state().privileged
     np.testing.assert_allclose(priv.base_pos, [[1, 2, 3]], atol=1e-12)
     np.testing.assert_allclose(priv.base_quat, yaw90, atol=1e-12)
@@ -142,9 +151,14 @@ def test_a_moving_reset_reads_like_mujoco():
     """Base pose and velocities, IMU orientation and gyro of one tumbling InitState, both engines."""
     robot, rng = get_robot("h1_2"), np.random.default_rng(1)
     quat = rng.standard_normal((1, 4))
-    init = InitState(robot.default_pose[None] + 0.1 * rng.standard_normal((1, 27)), rng.standard_normal((1, 27)),
-                     base_pos=np.array([[0.3, -0.2, 1.5]]), base_quat=quat / np.linalg.norm(quat),
-                     base_lin_vel=rng.standard_normal((1, 3)), base_ang_vel=rng.standard_normal((1, 3)))
+    init = InitState(
+        robot.default_pose[None] + 0.1 * rng.standard_normal((1, 27)),
+        rng.standard_normal((1, 27)),
+        base_pos=np.array([[0.3, -0.2, 1.5]]),
+        base_quat=quat / np.linalg.norm(quat),
+        base_lin_vel=rng.standard_normal((1, 3)),
+        base_ang_vel=rng.standard_normal((1, 3)),
+    )
     states = {}
     for name in ("mujoco", "pybullet"):
         s = make_sim(name, robot, SimConfig(n_envs=1))

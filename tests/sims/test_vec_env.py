@@ -3,8 +3,8 @@
 import gymnasium as gym
 import numpy as np
 
-from embody.sims.vec_env import make_env
 from embody.sims.tasks import TASKS
+from embody.sims.vec_env import make_env
 
 
 def short_cartpole(n=3, steps=5, **kw):
@@ -16,7 +16,7 @@ def short_cartpole(n=3, steps=5, **kw):
 def test_truncation_resets_in_the_same_step_and_returns_final_obs():
     env = short_cartpole()
     obs, _ = env.reset()
-    for t in range(5):
+    for _ in range(5):
         prev = obs
         obs, reward, terminated, truncated, info = env.step(np.ones((3, 1)))
     assert truncated.all() and not terminated.any()
@@ -73,8 +73,8 @@ def test_gymnasium_single_env_passes_env_checker():
 
 def test_reward_fn_replaces_the_task_reward():
     env = short_cartpole(n=2, steps=100)
-    env.reward_fn = lambda state, action, task_reward: -state.joint_pos[:, 0] ** 2 + 0 * task_reward
+    env.reward_fn = lambda state, action, task_reward: -(state.joint_pos[:, 0] ** 2) + 0 * task_reward
     env.reset()
     _, reward, *_ = env.step(np.ones((2, 1)))
     s = env.sim.state()
-    np.testing.assert_allclose(reward, -s.joint_pos[:, 0] ** 2, rtol=1e-6)
+    np.testing.assert_allclose(reward, -(s.joint_pos[:, 0] ** 2), rtol=1e-6)

@@ -125,11 +125,13 @@ class Blueprint:
 
 class BlueprintLibrary:
     def __init__(self):
-        self._bps = [Blueprint("vehicle.tesla.model3", role_name="autopilot", number_of_wheels=4),
-                     Blueprint("vehicle.audi.a2", role_name="autopilot", number_of_wheels=4),
-                     Blueprint("vehicle.bh.crossbike", role_name="autopilot", number_of_wheels=2),
-                     Blueprint("sensor.other.collision"),
-                     Blueprint("sensor.camera.rgb", image_size_x=800, image_size_y=600, fov=90)]
+        self._bps = [
+            Blueprint("vehicle.tesla.model3", role_name="autopilot", number_of_wheels=4),
+            Blueprint("vehicle.audi.a2", role_name="autopilot", number_of_wheels=4),
+            Blueprint("vehicle.bh.crossbike", role_name="autopilot", number_of_wheels=2),
+            Blueprint("sensor.other.collision"),
+            Blueprint("sensor.camera.rgb", image_size_x=800, image_size_y=600, fov=90),
+        ]
 
     def find(self, id):
         for bp in self._bps:
@@ -176,8 +178,9 @@ class Actor:
     def get_transform(self):
         if self.parent is not None:
             p = self.parent.get_transform()
-            return Transform(Location(p.location.x, p.location.y, p.location.z + self._transform.location.z),
-                             p.rotation)
+            return Transform(
+                Location(p.location.x, p.location.y, p.location.z + self._transform.location.z), p.rotation
+            )
         return copy.deepcopy(self._transform)
 
     def get_velocity(self):
@@ -260,9 +263,14 @@ class World:
 
     def try_spawn_actor(self, bp, transform):
         for a in self.actors:
-            if a.parent is None and a.type_id.startswith("vehicle") and \
-                    math.hypot(a._transform.location.x - transform.location.x,
-                               a._transform.location.y - transform.location.y) < 2.0:
+            if (
+                a.parent is None
+                and a.type_id.startswith("vehicle")
+                and math.hypot(
+                    a._transform.location.x - transform.location.x, a._transform.location.y - transform.location.y
+                )
+                < 2.0
+            ):
                 return None
         return self.spawn_actor(bp, transform)
 
@@ -345,8 +353,10 @@ class Client:
     def _check(self):
         if not REACHABLE["ok"]:
             time.sleep(self.timeout)
-            raise RuntimeError(f"time-out of {int(self.timeout * 1000)}ms while waiting for the simulator, make "
-                               f"sure the simulator is ready and connected to {self.host}:{self.port}")
+            raise RuntimeError(
+                f"time-out of {int(self.timeout * 1000)}ms while waiting for the simulator, make "
+                f"sure the simulator is ready and connected to {self.host}:{self.port}"
+            )
 
     def get_world(self):
         self._check()

@@ -15,8 +15,10 @@ def _write(tmp_path, text, name="actors.csv"):
 
 
 def test_loads_interleaved_actors_in_any_column_order(tmp_path):
-    path = _write(tmp_path, "t,actor,x,y,heading,speed,note\n0,a,0,0,0,10,x\n0,b,5,-4,0.1,20,y\n1,a,10,0,0,10,\n"
-                            "2,a,20,1,0.2,10,\n\n")
+    path = _write(
+        tmp_path,
+        "t,actor,x,y,heading,speed,note\n0,a,0,0,0,10,x\n0,b,5,-4,0.1,20,y\n1,a,10,0,0,10,\n2,a,20,1,0.2,10,\n\n",
+    )
     actors = load_actors_csv(path)
     assert list(actors) == ["a", "b"]
     assert actors["a"].t.tolist() == [0.0, 1.0, 2.0] and actors["b"].states().tolist() == [[5.0, -4.0, 0.1, 20.0]]
@@ -30,18 +32,21 @@ def test_round_trips_through_save(tmp_path):
     assert np.array_equal(again.states(), tr.states())
 
 
-@pytest.mark.parametrize("text, row, what", [
-    ("actor,t,x,y,heading,speed\na,0,0,0,0,1\na,2,1,0,0,1\na,1,2,0,0,1\n", 4, "time goes backwards for actor 'a'"),
-    ("actor,t,x,y,heading,speed\na,0,0,0,0,1\na,0,1,0,0,1\n", 3, "time repeats"),
-    ("actor,t,x,y,heading,speed\na,0,0,0,0,1\nb,1,nan,0,0,1\n", 3, "column x is NaN"),
-    ("actor,t,x,y,heading,speed\na,0,0,0,0,inf\n", 2, "column speed is infinite"),
-    ("actor,t,x,y,speed\na,0,0,0,1\n", 1, "missing column(s) heading"),
-    ("actor,t,x,y,heading,speed\na,0,zero,0,0,1\n", 2, "column x: 'zero' is not a number"),
-    ("actor,t,x,y,heading,speed\na,0,0,0,0\n", 2, "5 values for 6 columns"),
-    ("actor,t,x,y,heading,speed\n,0,0,0,0,1\n", 2, "actor name is empty"),
-    ("actor,t,x,y,heading,speed\n", 2, "no waypoints"),
-    ("", 1, "empty"),
-])
+@pytest.mark.parametrize(
+    "text, row, what",
+    [
+        ("actor,t,x,y,heading,speed\na,0,0,0,0,1\na,2,1,0,0,1\na,1,2,0,0,1\n", 4, "time goes backwards for actor 'a'"),
+        ("actor,t,x,y,heading,speed\na,0,0,0,0,1\na,0,1,0,0,1\n", 3, "time repeats"),
+        ("actor,t,x,y,heading,speed\na,0,0,0,0,1\nb,1,nan,0,0,1\n", 3, "column x is NaN"),
+        ("actor,t,x,y,heading,speed\na,0,0,0,0,inf\n", 2, "column speed is infinite"),
+        ("actor,t,x,y,speed\na,0,0,0,1\n", 1, "missing column(s) heading"),
+        ("actor,t,x,y,heading,speed\na,0,zero,0,0,1\n", 2, "column x: 'zero' is not a number"),
+        ("actor,t,x,y,heading,speed\na,0,0,0,0\n", 2, "5 values for 6 columns"),
+        ("actor,t,x,y,heading,speed\n,0,0,0,0,1\n", 2, "actor name is empty"),
+        ("actor,t,x,y,heading,speed\n", 2, "no waypoints"),
+        ("", 1, "empty"),
+    ],
+)
 def test_bad_files_name_the_file_and_the_row(tmp_path, text, row, what):
     path = _write(tmp_path, text)
     with pytest.raises(ActorsFileError) as e:

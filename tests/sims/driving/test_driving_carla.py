@@ -13,10 +13,10 @@ import os
 import socket
 import time
 
+import driving_carla_standin as standin
 import numpy as np
 import pytest
 
-import driving_carla_standin as standin
 from embody.sims.driving import DrivingSim, SimulatorUnavailable, UnsupportedFeature, get_scenario, make_driving_sim
 from embody.sims.driving.actors import Trajectory
 from embody.sims.driving.carla import CarlaConfig, CarlaSim

@@ -16,8 +16,26 @@ def test_drive_prints_metrics_and_writes_them_with_a_video(tmp_path, capsys):
     actors = tmp_path / "actors.csv"
     actors.write_text("actor,t,x,y,heading,speed\nghost,0,170,-8,0,20\nghost,2,210,-8,0,20\n")
     out = tmp_path / "run"
-    assert main(["drive", "cut-in", "--actors", str(actors), "--episodes", "1", "--steps", "6", "--out", str(out),
-                 "--video", "--set", "traffic.vehicles=3"]) == 0
+    assert (
+        main(
+            [
+                "drive",
+                "cut-in",
+                "--actors",
+                str(actors),
+                "--episodes",
+                "1",
+                "--steps",
+                "6",
+                "--out",
+                str(out),
+                "--video",
+                "--set",
+                "traffic.vehicles=3",
+            ]
+        )
+        == 0
+    )
     printed = json.loads(capsys.readouterr().out)
     saved = json.loads((out / "metrics.json").read_text())
     assert printed == saved
@@ -37,14 +55,19 @@ def test_drive_fast_settings_and_meta_policy(capsys):
     assert report["scenario"] == "highway+fast" and report["episodes"][0]["steps"] == 5
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["drive", "autobahn"], "unknown scenario 'autobahn'; valid: cut-in, hard-brake, highway, highway-dense, merge, "
-                            "roundabout"),
-    (["drive", "highway", "--actors", "ACTORS"], "ACTORS row 3: time goes backwards for actor 'a'"),
-    (["drive", "highway", "--set", "traffic.cars=2"], "unknown config key 'traffic.cars'"),
-    (["drive", "highway", "--video"], "--video needs --out DIR"),
-    (["drive", "highway", "--policy", "no/such/run"], "neither expert, idle, constant nor an existing run"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["drive", "autobahn"],
+            "unknown scenario 'autobahn'; valid: cut-in, hard-brake, highway, highway-dense, merge, roundabout",
+        ),
+        (["drive", "highway", "--actors", "ACTORS"], "ACTORS row 3: time goes backwards for actor 'a'"),
+        (["drive", "highway", "--set", "traffic.cars=2"], "unknown config key 'traffic.cars'"),
+        (["drive", "highway", "--video"], "--video needs --out DIR"),
+        (["drive", "highway", "--policy", "no/such/run"], "neither expert, idle, constant nor an existing run"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_code_2(tmp_path, capsys, argv, message):
     bad = tmp_path / "bad.csv"
     bad.write_text("actor,t,x,y,heading,speed\na,1,0,0,0,1\na,0,1,0,0,1\n")
@@ -74,8 +97,10 @@ def test_a_checkpoint_policy_drives_through_the_flat_features(tmp_path, capsys):
     with torch.no_grad():
         policy.actor[-1].bias.copy_(torch.tensor([0.4, 0.0]))  # ≈ +2 m/s² whatever it sees
     save_checkpoint(tmp_path / "run" / "checkpoint", policy, {"task": "drive", "obs_size": 62, "action_size": 2})
-    assert main(["drive", "highway", "--policy", str(tmp_path / "run"), "--steps", "5", "--set",
-                 "traffic.vehicles=0"]) == 0
+    assert (
+        main(["drive", "highway", "--policy", str(tmp_path / "run"), "--steps", "5", "--set", "traffic.vehicles=0"])
+        == 0
+    )
     ep = json.loads(capsys.readouterr().out)["episodes"][0]
     assert ep["mean_speed"] > 25.5 and not ep["collision"]
     save_checkpoint(tmp_path / "wrong", ActorCritic(10, 2), {"obs_size": 10, "action_size": 2})
@@ -84,8 +109,12 @@ def test_a_checkpoint_policy_drives_through_the_flat_features(tmp_path, capsys):
 
 
 def test_episodes_run_on_two_worker_processes(tmp_path, capsys):
-    assert main(["drive", "highway", "--fast", "--episodes", "3", "--workers", "2", "--steps", "10",
-                 "--out", str(tmp_path)]) == 0
+    assert (
+        main(
+            ["drive", "highway", "--fast", "--episodes", "3", "--workers", "2", "--steps", "10", "--out", str(tmp_path)]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     report = json.loads(captured.out)
     assert report["workers"] == 2 and [e["seed"] for e in report["episodes"]] == [0, 1, 2]

@@ -7,8 +7,16 @@ import numpy as np
 import pytest
 
 from embody.sims.driving.frames import (
-    Frame2D, carla_frame, carla_to_road, carla_vector_to_road, highway_frame, highway_to_road,
-    road_steering_to_carla, road_to_carla, road_to_highway, wrap_angle,
+    Frame2D,
+    carla_frame,
+    carla_to_road,
+    carla_vector_to_road,
+    highway_frame,
+    highway_to_road,
+    road_steering_to_carla,
+    road_to_carla,
+    road_to_highway,
+    wrap_angle,
 )
 
 RNG = np.random.default_rng(0)

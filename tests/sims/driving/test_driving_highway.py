@@ -50,8 +50,11 @@ def test_a_scripted_actor_follows_its_waypoints():
 
 def test_cut_in_ends_in_the_ego_lane_ahead_of_the_ego():
     s = _empty("cut-in")
-    s.actors = [ActorSpec("cutter", lane=0, dx=-15.0, speed=30.0, behavior="cut-in",
-                          params={"speed": 30.0, "trigger_ahead": 4.0})]
+    s.actors = [
+        ActorSpec(
+            "cutter", lane=0, dx=-15.0, speed=30.0, behavior="cut-in", params={"speed": 30.0, "trigger_ahead": 4.0}
+        )
+    ]
     sim = HighwaySim(s)
     lanes = []
     for _ in range(40):  # 8 s at 25 m/s for the ego
@@ -82,8 +85,16 @@ def test_hard_brake_decelerates_at_its_rate_to_a_stop():
 
 def test_overtake_passes_the_ego_and_returns_to_its_lane():
     s = _empty(speed=20.0)
-    s.actors = [ActorSpec("passer", lane=1, dx=-30.0, speed=28.0, behavior="overtake",
-                          params={"speed": 28.0, "trigger_gap": 40.0, "return_gap": 10.0})]
+    s.actors = [
+        ActorSpec(
+            "passer",
+            lane=1,
+            dx=-30.0,
+            speed=28.0,
+            behavior="overtake",
+            params={"speed": 28.0, "trigger_gap": 40.0, "return_gap": 10.0},
+        )
+    ]
     sim = HighwaySim(s)
     lanes = []
     for _ in range(60):

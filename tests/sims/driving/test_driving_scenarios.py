@@ -43,8 +43,9 @@ def test_fast_settings_trade_fidelity_for_speed_and_say_so_in_the_name():
 def test_behavior_parameters_are_checked_by_name():
     assert sorted(BEHAVIORS) == ["cut-in", "hard-brake", "lane-follow", "overtake"]
     assert make_behavior("hard-brake", {"decel": 9.0}).decel == 9.0
-    with pytest.raises(DrivingError, match="unknown behavior 'swerve'; valid: cut-in, hard-brake, lane-follow, "
-                                           "overtake"):
+    with pytest.raises(
+        DrivingError, match="unknown behavior 'swerve'; valid: cut-in, hard-brake, lane-follow, overtake"
+    ):
         make_behavior("swerve")
     with pytest.raises(DrivingError, match="unknown parameter.*brake_force; valid: speed, at_time, decel"):
         make_behavior("hard-brake", {"brake_force": 3})
@@ -53,9 +54,8 @@ def test_behavior_parameters_are_checked_by_name():
 @pytest.mark.parametrize("name", NAMES)
 def test_every_scenario_builds_and_steps_in_highway_env(name):
     pytest.importorskip("highway_env", reason="needs the driving extra")
-    from embody.sims.driving.highway import HighwaySim
-
     from embody.sims.driving import DrivingSim
+    from embody.sims.driving.highway import HighwaySim
 
     sim = HighwaySim(get_scenario(name))
     assert isinstance(sim, DrivingSim)
