@@ -53,12 +53,7 @@ require("highway_env", "driving")
 
 from highway_env.road.lane import StraightLane  # noqa: E402
 from highway_env.road.road import Road, RoadNetwork  # noqa: E402
-from highway_env.vehicle.behavior import (  # noqa: E402
-    AggressiveVehicle,
-    DefensiveVehicle,
-    IDMVehicle,
-    LinearVehicle,
-)
+from highway_env.vehicle.behavior import AggressiveVehicle, DefensiveVehicle, IDMVehicle, LinearVehicle  # noqa: E402
 from highway_env.vehicle.controller import ControlledVehicle  # noqa: E402
 from highway_env.vehicle.kinematics import Vehicle  # noqa: E402
 from highway_env.vehicle.objects import Landmark, Obstacle  # noqa: E402

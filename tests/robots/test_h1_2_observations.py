@@ -24,13 +24,7 @@ mujoco = pytest.importorskip("mujoco")
 
 from embody.robots import RobotState, get_robot  # noqa: E402
 from embody.robots.h1_2 import constants as c  # noqa: E402
-from embody.robots.h1_2.observations import (  # noqa: E402
-    ImuMount,
-    imu_mount,
-    pelvis_ang_vel,
-    pelvis_quat,
-    projected_gravity,
-)
+from embody.robots.h1_2.observations import ImuMount, imu_mount, pelvis_ang_vel, pelvis_quat, projected_gravity  # noqa: E402
 from embody.rotations import projected_gravity as gravity_of  # noqa: E402
 from embody.sims import InitState, SimConfig, make_sim  # noqa: E402
 
