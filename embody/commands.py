@@ -132,3 +132,17 @@ def add_set(parser: argparse.ArgumentParser, what: str = "the config", example: 
         default=[],
         help=f"override a value of {what}" + (f", e.g. {example}" if example else ""),
     )
+
+
+def add_merge_arguments(parser: argparse.ArgumentParser, what: str, default_out: str) -> None:
+    """``--from DIR`` (repeatable, required) and ``--out DIR``: study folders run apart (``embody.jobs``) pooled
+    into one report; ``what`` names what the folders hold, e.g. "a study's output folder"."""
+    parser.add_argument(
+        "--from",
+        dest="sources",
+        action="append",
+        metavar="DIR",
+        required=True,
+        help=f"{what} (repeatable): pooled into one report in --out",
+    )
+    parser.add_argument("--out", default=default_out, metavar="DIR", help=f"output folder (default {default_out})")

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from embody import exits
-from embody.commands import add_set, any_int, positive_int
+from embody.commands import add_merge_arguments, add_set, any_int, positive_int
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -108,15 +108,7 @@ def import_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def merge_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--from",
-        dest="sources",
-        action="append",
-        metavar="DIR",
-        required=True,
-        help="a study's output folder (repeatable): their runs pooled into one report in --out",
-    )
-    p.add_argument("--out", default="runs/blindfolded", metavar="DIR", help="output folder (default runs/blindfolded)")
+    add_merge_arguments(p, "a study's output folder", "runs/blindfolded")
 
 
 def _log(msg: str) -> None:

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from embody import exits
-from embody.commands import add_set, any_int, positive_int
+from embody.commands import add_merge_arguments, add_set, any_int, positive_int
 from embody.files import write_atomic
 
 
@@ -53,15 +53,7 @@ def diagnose_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def merge_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--from",
-        dest="sources",
-        action="append",
-        metavar="DIR",
-        required=True,
-        help="an `eval --seeds` output folder (repeatable): their seeds pooled into one report in --out",
-    )
-    p.add_argument("--out", default="runs/mpa", metavar="DIR", help="output folder (default runs/mpa)")
+    add_merge_arguments(p, "an `eval --seeds` output folder", "runs/mpa")
 
 
 def run_merge(args) -> int:
