@@ -23,6 +23,8 @@ def _spaces(env) -> tuple[gym.spaces.Box, gym.spaces.Box]:
 
 
 class GymVectorEnv(VectorEnv):
+    """A registered task as a Gymnasium VectorEnv (same-step autoreset; ``infos["final_obs"]`` holds the finished episodes' last observations)."""
+
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": ["rgb_array"]}
 
     def __init__(self, task: str, num_envs: int = 1, sim: str = "mujoco", seed: int = 0, render_mode=None):
@@ -33,12 +35,14 @@ class GymVectorEnv(VectorEnv):
         self.action_space = gym.vector.utils.batch_space(self.single_action_space, num_envs)
 
     def reset(self, *, seed=None, options=None):
+        """Reset all envs; ``seed`` reseeds the task's sampler. Info: ``{"privileged_obs": (num_envs, p)}``."""
         if seed is not None:
             self.env.task.rng = np.random.default_rng(seed)
         obs, priv = self.env.reset()
         return obs, {"privileged_obs": priv}
 
     def step(self, actions):
+        """Step all envs; finished ones reset in the same step. Info keys: ``privileged_obs``, ``diverged``, ``final_obs``, ``_final_obs``."""
         obs, reward, terminated, truncated, info = self.env.step(actions)
         done = terminated | truncated
         infos = {
@@ -50,6 +54,7 @@ class GymVectorEnv(VectorEnv):
         return obs, reward.astype(np.float64), terminated, truncated, infos
 
     def render(self):
+        """RGB frame (H, W, 3) uint8 of env 0."""
         return self.env.render(np.array([0]))[0]
 
     def close_extras(self, **kwargs):
@@ -67,6 +72,7 @@ class GymEnv(gym.Env):
         self.render_mode = render_mode
 
     def reset(self, *, seed=None, options=None):
+        """Reset; ``seed`` reseeds the task's sampler. Info: ``{"privileged_obs": (p,)}``."""
         super().reset(seed=seed)
         if seed is not None:
             self.env.task.rng = np.random.default_rng(seed)
@@ -74,6 +80,7 @@ class GymEnv(gym.Env):
         return obs[0], {"privileged_obs": priv[0]}
 
     def step(self, action):
+        """One step; at an episode's end the returned observation is the final one (call ``reset`` next)."""
         obs, reward, terminated, truncated, info = self.env.step(np.asarray(action, dtype=np.float64)[None])
         done = bool(terminated[0] or truncated[0])
         obs = info.final_obs if done else obs  # the native env already reset: report the final state
@@ -87,6 +94,7 @@ class GymEnv(gym.Env):
 
 
 def register_all() -> None:
+    """Register every task as ``embody/<task>-v0`` with Gymnasium (single and vector entry points); idempotent."""
     for task in TASKS.names():
         env_id = f"embody/{task}-v0"
         if env_id not in gym.registry:

@@ -62,19 +62,24 @@ class Task(ABC):
 
     @classmethod
     def reward_term_names(cls) -> list[str]:
+        """Names of every ``reward_<name>`` term this task defines, sorted."""
         return sorted(n[len("reward_") :] for n in dir(cls) if n.startswith("reward_") and n != "reward_term_names")
 
     # -- sizes ---------------------------------------------------------------------------
     @property
     @abstractmethod
-    def observation_size(self) -> int: ...
+    def observation_size(self) -> int:
+        """o: the width of ``observe``'s output."""
+        ...
 
     @property
     def privileged_size(self) -> int:
+        """p: the width of ``privileged_observe``'s output; 0 by default."""
         return 0
 
     @property
     def action_size(self) -> int:
+        """a: the width of an action; the robot's actuated joints by default."""
         return self.robot.n_actions
 
     @property
@@ -144,4 +149,5 @@ class Task(ABC):
         return total, terms
 
     def after_step(self, action: np.ndarray) -> None:
+        """Called after each control step with the applied actions (n, a); remembers them as ``last_action``."""
         self.last_action[:] = action

@@ -134,6 +134,7 @@ class VecEnv:
         return obs, reward.astype(np.float32), terminated, truncated, info
 
     def render(self, env_ids=None) -> np.ndarray:
+        """RGB frames (k, H, W, 3) uint8 of ``env_ids`` (default all) from the task's camera."""
         return self.sim.render(env_ids, camera=self.task.config.camera)
 
     def close(self) -> None:
@@ -141,6 +142,7 @@ class VecEnv:
 
 
 def make_task_config(task_name: str) -> TaskConfig:
+    """The registered task's default config."""
     return TASKS.get(task_name).config_class()
 
 

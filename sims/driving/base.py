@@ -112,6 +112,8 @@ class StepMetrics:
 
 @dataclass
 class StepResult:
+    """One control step's outcome; ``done`` with ``reason`` "collision", "time" or "end_of_road" ("" while running)."""
+
     obs: Observation
     metrics: StepMetrics
     done: bool
@@ -133,9 +135,13 @@ class DrivingSim(Protocol):
     def step(self, action: Action) -> StepResult:
         """Apply ``action`` for one control period."""
 
-    def observe(self, image: bool = False) -> Observation: ...
+    def observe(self, image: bool = False) -> Observation:
+        """The ego's current Observation; ``image`` adds the bird's-eye view (slower)."""
+        ...
 
-    def metrics(self) -> StepMetrics: ...
+    def metrics(self) -> StepMetrics:
+        """The current StepMetrics (what ``step`` reports, without stepping)."""
+        ...
 
     def actors(self) -> list[ActorState]:
         """Every vehicle in the scene, the ego first."""
@@ -146,7 +152,9 @@ class DrivingSim(Protocol):
     def clone_state(self) -> object:
         """An opaque snapshot for branching; restore it any number of times."""
 
-    def restore_state(self, state: object) -> None: ...
+    def restore_state(self, state: object) -> None:
+        """Return to a snapshot from this sim's ``clone_state``; raises DrivingError for another sim's or scenario's."""
+        ...
 
     def render(self, size: tuple[int, int] | None = None, scale: float | None = None) -> np.ndarray:
         """Bird's-eye RGB (H, W, 3) uint8 centred on the ego; ``size`` (W, H) px, ``scale`` px/m."""

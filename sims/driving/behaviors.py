@@ -48,6 +48,8 @@ class Command:
 
 
 class Behavior(Protocol):
+    """A scripted actor's policy: called once per control step with the actor's ActorContext, returns its Command."""
+
     name: ClassVar[str]
 
     def __call__(self, ctx: ActorContext) -> Command: ...

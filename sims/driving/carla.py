@@ -64,6 +64,8 @@ from .scenario import Scenario, traffic_slots
 
 @dataclass
 class CarlaConfig:
+    """How to reach a running CARLA server and drive its ego vehicle (server, map, spawn point, throttle/brake maps)."""
+
     host: str = "127.0.0.1"
     port: int = 2000
     timeout_s: float = 10.0  # client timeout: connecting, and every blocking call
@@ -77,6 +79,7 @@ class CarlaConfig:
 
 
 def import_carla():
+    """The ``carla`` module; raises MissingExtra naming the extra to install when it is absent."""
     try:
         import carla
     except ImportError as e:
@@ -198,6 +201,8 @@ class CarlaSim:
         return nxt[0]
 
     def reset(self, seed: int | None = None) -> Observation:
+        """Destroy every actor and spawn the scenario afresh on the road at the map spawn point ``spawn_index``,
+        traffic drawn from ``seed`` (default the scenario's). Raises DrivingError if the ego's lane is not on that road."""
         c, sc = self.carla, self.scenario
         self._destroy_all()
         rng = np.random.default_rng(sc.settings.seed if seed is None else seed)
@@ -306,6 +311,7 @@ class CarlaSim:
         return -lane * self.lane_width
 
     def lane_of(self, y: float) -> int:
+        """The lane index at road-frame lateral position ``y`` [m] (lane 0 at y = 0, lanes to the right at negative y); -1 off the road."""
         k = int(round(-y / self.lane_width))
         return k if 0 <= k < len(self._lanes) else -1
 
@@ -495,6 +501,8 @@ class CarlaSim:
     # ------------------------------------------------------------ cloning (approximate)
 
     def clone_state(self) -> CarlaState:
+        """An approximate snapshot (actor poses and velocities, scripted actors, our bookkeeping); CARLA's
+        physics and Traffic Manager state are not captured, so continuations diverge (``exact_clone`` is False)."""
         poses = {}
         for _, _, _, actor in self._all_states():
             tr, v, w = actor.get_transform(), actor.get_velocity(), actor.get_angular_velocity()
@@ -515,6 +523,8 @@ class CarlaSim:
         return CarlaState(poses, python_state, self.t)
 
     def restore_state(self, state: CarlaState) -> None:
+        """Teleport the actors back to ``state``'s poses and velocities, destroying scripted actors spawned since;
+        raises DrivingError for a snapshot that is not a CarlaState."""
         if not isinstance(state, CarlaState):
             raise DrivingError("restore_state needs a snapshot from CarlaSim.clone_state")
         p = copy.deepcopy(state.python_state)
@@ -584,6 +594,7 @@ class CarlaSim:
         self._cameras.clear()
 
     def close(self) -> None:
+        """Destroy our actors and give the server back its original (asynchronous) settings."""
         self._destroy_all()
         try:
             self.world.apply_settings(self._original_settings)

@@ -26,6 +26,8 @@ from .frames import wrap_angle
 
 @dataclass
 class FollowerConfig:
+    """Gains of the trajectory follower: pure pursuit on a bicycle model for steering, speed and along-path position feedback for acceleration."""
+
     lookahead_s: float = 0.7  # pursuit distance = max(min_lookahead_m, speed * lookahead_s)
     min_lookahead_m: float = 6.0
     speed_gain: float = 1.5  # [1/s] on the speed error
@@ -112,6 +114,7 @@ class FollowTrajectory:
         self.trajectory, self.follower = trajectory, TrajectoryFollower(config)
 
     def act(self, obs: Observation) -> np.ndarray:
+        """The continuous action (2,) that tracks the trajectory at the observation's time."""
         return self.follower.action(obs.ego, self.trajectory, obs.t)
 
     def reset(self) -> None:

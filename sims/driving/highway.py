@@ -101,6 +101,7 @@ class EgoVehicle(IDMVehicle):
         self.yield_at = None  # roundabout: (entry lanes, conflict point, ring lanes) the expert yields at
 
     def act(self, action=None) -> None:
+        """Meta mode: highway-env's lane and speed controllers track the last meta-action's targets; continuous mode: apply the command as is."""
         if self.mode == "meta":
             ControlledVehicle.act(self)  # the lane and speed controllers track the meta-action's targets
         else:
@@ -108,6 +109,7 @@ class EgoVehicle(IDMVehicle):
             Vehicle.act(self, dict(self.command))
 
     def set_meta(self, name: str) -> None:
+        """Switch to meta-action control and apply ``name`` (a META_ACTIONS entry; "IDLE" keeps the targets), target speed clipped to [0, MAX_SPEED]."""
         if self.mode != "meta":
             self.target_lane_index, self.target_speed = self.lane_index, self.speed
         self.mode = "meta"
@@ -115,6 +117,7 @@ class EgoVehicle(IDMVehicle):
         self.target_speed = float(np.clip(self.target_speed, 0.0, self.MAX_SPEED))
 
     def set_continuous(self, acceleration: float, steering_hw: float) -> None:
+        """Switch to direct control: ``acceleration`` [m/s²] and ``steering_hw`` [rad] in highway-env's sign (right positive)."""
         self.mode = "continuous"
         self.command = {"acceleration": float(acceleration), "steering": float(steering_hw)}
 
@@ -162,6 +165,7 @@ class RoundaboutIDM(IDMVehicle):
     yield_at = None
 
     def act(self, action=None) -> None:
+        """IDM/MOBIL, with the acceleration capped so the vehicle yields at the roundabout entry ``yield_at``."""
         super().act(action)
         if self.yield_at is not None and not self.crashed:
             self.action["acceleration"] = min(self.action["acceleration"], yield_acceleration(self))
@@ -195,6 +199,7 @@ class ScriptedVehicle(Vehicle):
         pass
 
     def step(self, dt: float) -> None:
+        """Advance ``dt`` seconds along the trajectory (replayed, not integrated)."""
         self.t += dt
         x, y, self.heading, self.speed = self._pose(self.t)
         self.position = np.array([x, y])
@@ -212,6 +217,7 @@ class BehaviorVehicle(IDMVehicle):
         self.name, self.kind, self.color = name, "behavior", BEHAVIOR_COLOR
 
     def act(self, action=None) -> None:
+        """Ask the behavior for a command given this vehicle's and the ego's road-frame states; crashed vehicles stay put."""
         if self.crashed:
             return
         _from, _to, _ = self.lane_index
@@ -283,6 +289,7 @@ class FastRoad(Road):
     _positions = None  # (n, 2) positions of vehicles + non-landmark objects while deciding
 
     def act(self) -> None:
+        """Every vehicle decides, with all positions cached once for ``neighbour_vehicles``."""
         items = [v for v in self.vehicles + self.objects if not isinstance(v, Landmark)]
         self._positions = (items, np.array([v.position for v in items]) if items else np.zeros((0, 2)))
         try:
@@ -292,6 +299,7 @@ class FastRoad(Road):
             self._positions = None
 
     def neighbour_vehicles(self, vehicle, lane_index=None):
+        """highway-env's (front, rear) neighbours in ``lane_index``, vectorised over the cached positions on straight lanes."""
         lane_index = lane_index or vehicle.lane_index
         cache = self._positions
         if cache is None or not lane_index or self.neighbour_vehicles_connected_lanes:
@@ -323,6 +331,7 @@ class FastRoad(Road):
         return front, rear
 
     def step(self, dt: float) -> None:
+        """highway-env's road step, with collision checks only between pairs close enough to touch within ``dt``."""
         for vehicle in self.vehicles:
             vehicle.step(dt)
         n = len(self.vehicles)
@@ -398,6 +407,7 @@ class HighwaySim:
     # ------------------------------------------------------------ building
 
     def reset(self, seed: int | None = None) -> Observation:
+        """Build the road and traffic afresh from ``seed`` (default the scenario's); scripted actors appear at their start times."""
         sc = self.scenario
         rng = np.random.default_rng(sc.settings.seed if seed is None else seed)
         road, ego = self._build_road(rng)
@@ -554,6 +564,7 @@ class HighwaySim:
     # ------------------------------------------------------------ stepping
 
     def step(self, action) -> StepResult:
+        """Apply ``action`` (a meta-action, or continuous (acceleration, steering) road frame, left positive) for one control period."""
         w = self.world
         kind, value = parse_action(action)
         if kind == "meta":
@@ -624,6 +635,7 @@ class HighwaySim:
         return StepMetrics(w.t, w.collision, not ego.lane.on_lane(ego.position), w.progress, ttc, gap, float(ego.speed))
 
     def actors(self) -> list[ActorState]:
+        """Every vehicle, the ego first, in the road frame."""
         w = self.world
         return [_state(w.ego, self.frame)] + [_state(v, self.frame) for v in w.road.vehicles if v is not w.ego]
 
@@ -654,9 +666,11 @@ class HighwaySim:
     # ------------------------------------------------------------ cloning
 
     def clone_state(self) -> HighwayState:
+        """An exact snapshot (a deep copy of the world, sharing the static road network)."""
         return HighwayState(self.world.copy(), self.scenario.name)
 
     def restore_state(self, state: HighwayState) -> None:
+        """Continue from ``state`` (restorable many times); raises DrivingError for another scenario's snapshot."""
         if not isinstance(state, HighwayState) or state.scenario_name != self.scenario.name:
             raise DrivingError(f"restore_state needs a snapshot of scenario {self.scenario.name!r} from HighwaySim")
         self.world = state._world.copy()

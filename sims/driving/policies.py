@@ -19,6 +19,8 @@ from .base import Action, DrivingError, DrivingSim, Observation, denormalize_act
 
 
 class DrivingPolicy(Protocol):
+    """What the episode runner drives with: ``act`` maps an Observation to an Action, ``reset`` starts an episode."""
+
     def act(self, obs: Observation) -> Action: ...
 
     def reset(self) -> None: ...
@@ -31,6 +33,7 @@ class ExpertPolicy:
         self.sim = sim
 
     def act(self, obs: Observation) -> np.ndarray:
+        """The sim's privileged expert action (2,)."""
         return self.sim.expert_action()
 
     def reset(self) -> None:
@@ -38,6 +41,8 @@ class ExpertPolicy:
 
 
 class ConstantPolicy:
+    """The same action at every step (a meta-action name, an index, or a continuous (2,) action)."""
+
     def __init__(self, action: Action):
         self.action = action
 
@@ -68,11 +73,13 @@ class CheckpointPolicy:
         self.policy, self._torch = ckpt.policy.eval(), torch
 
     def act(self, obs: Observation) -> np.ndarray:
+        """The policy's deterministic action on ``obs.flat()``, denormalized to a continuous action (2,)."""
         with self._torch.no_grad():
             a = self.policy.act(self._torch.as_tensor(obs.flat())[None], deterministic=True)
         return denormalize_action(np.asarray(a, dtype=np.float64).reshape(-1))
 
     def reset(self) -> None:
+        """Clear the policy's recurrent state, if it has one."""
         if hasattr(self.policy, "reset"):
             self.policy.reset(None)
 

@@ -25,6 +25,8 @@ MAX_WORKERS = 2
 
 @dataclass
 class EpisodeJob:
+    """One closed-loop episode to run: a scenario in a sim (``highway`` or ``carla``) driven by a policy."""
+
     scenario: Scenario
     sim: str = "highway"
     policy: str = "expert"  # expert, idle, constant or a checkpoint path (policies.make_policy)

@@ -80,6 +80,8 @@ class ActorSpec:
 
 @dataclass
 class SimSettings:
+    """Timing, observation and rendering settings shared by every sim that runs a scenario."""
+
     simulation_frequency: int = 15  # [Hz] integration steps
     policy_frequency: int = 5  # [Hz] control steps (dt = 1 / policy_frequency)
     duration_s: float = 30.0
@@ -95,6 +97,8 @@ class SimSettings:
 
 @dataclass
 class Scenario:
+    """A road, its traffic, the ego, behavior actors and scripted trajectories; ``dt`` is the control period [s]."""
+
     name: str = "custom"
     description: str = ""
     road: RoadSpec = field(default_factory=RoadSpec)
@@ -165,6 +169,7 @@ def traffic_slots(
 
 
 def highway() -> Scenario:
+    """In-domain: 4-lane highway, moderate IDM/MOBIL traffic."""
     return Scenario(
         "highway",
         "in-domain: 4-lane highway, moderate IDM/MOBIL traffic",
@@ -175,6 +180,7 @@ def highway() -> Scenario:
 
 
 def highway_dense() -> Scenario:
+    """Out-of-domain: the highway with twice the density and slower traffic."""
     return Scenario(
         "highway-dense",
         "out-of-domain: the highway with twice the density and slower traffic",
@@ -185,6 +191,7 @@ def highway_dense() -> Scenario:
 
 
 def merge() -> Scenario:
+    """Out-of-domain road: 2-lane highway with vehicles merging from an on-ramp."""
     return Scenario(
         "merge",
         "out-of-domain road: 2-lane highway with vehicles merging from an on-ramp",
@@ -196,6 +203,7 @@ def merge() -> Scenario:
 
 
 def roundabout() -> Scenario:
+    """Out-of-domain road: 2-lane roundabout, the ego goes straight through."""
     return Scenario(
         "roundabout",
         "out-of-domain road: 2-lane roundabout, ego goes straight through",
@@ -207,6 +215,7 @@ def roundabout() -> Scenario:
 
 
 def cut_in() -> Scenario:
+    """Safety-critical: a faster car passes on the left and cuts in close, then slows."""
     actor = ActorSpec(
         "cutter",
         lane=0,
@@ -227,6 +236,7 @@ def cut_in() -> Scenario:
 
 
 def hard_brake() -> Scenario:
+    """Safety-critical: the car ahead brakes hard to a stop."""
     actor = ActorSpec(
         "braker",
         lane=1,
