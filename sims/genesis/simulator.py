@@ -120,6 +120,8 @@ def make_scene(gs, robot: RobotSpec, model, vis_options=None, batch_links_info: 
 
 
 class GenesisSimulator:
+    """The Simulator protocol over one natively batched Genesis scene (see the module docstring for control and sensors)."""
+
     name = "genesis"
     engine = "genesis"
     capabilities = frozenset({"pd", "torque", "imu", "contact", "ee_pose", "render", "state", "physics_params", "push"})
@@ -228,6 +230,7 @@ class GenesisSimulator:
         return np.concatenate([self._time[:, None], qpos, vel], axis=1)
 
     def set_state(self, state: np.ndarray, env_ids: np.ndarray | None = None) -> None:
+        """Restore ``get_state`` rows [time, qpos, dof velocities] into ``env_ids`` (all when None)."""
         ids = select_envs(self.n_envs, env_ids)
         state = np.asarray(state, dtype=np.float64).reshape(len(ids), -1)
         nq = self.entity.n_qs
@@ -392,6 +395,7 @@ class GenesisSimulator:
         return self._renderer.render(qpos[select_envs(self.n_envs, env_ids)], camera)
 
     def close(self) -> None:
+        """Destroy the scene and the render scene; closing twice is harmless."""
         for scene in (getattr(self, "scene", None), getattr(getattr(self, "_renderer", None), "scene", None)):
             if scene is not None:
                 scene.destroy()

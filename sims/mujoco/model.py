@@ -33,6 +33,7 @@ class SensorLayout:
 
 
 def load_spec(path: Path):
+    """The MJCF at ``path`` as an ``mujoco.MjSpec``; raises ModelError if the file is missing or does not parse."""
     import mujoco
 
     path = Path(path)

@@ -42,6 +42,8 @@ from .model import build_model, joint_addresses, state_offsets
 
 
 class MujocoSimulator:
+    """The Simulator protocol over MuJoCo: one mjSTATE_FULLPHYSICS row per env, stepped by ``mujoco.rollout`` (see the module docstring)."""
+
     name = "mujoco"
     engine = "mujoco"
     capabilities = frozenset(
@@ -113,6 +115,7 @@ class MujocoSimulator:
         return int(self.model.jnt_qposadr[free[0]]), int(self.model.jnt_dofadr[free[0]])
 
     def get_state(self) -> np.ndarray:
+        """Copies of the mjSTATE_FULLPHYSICS rows, (n, s) float64; exact (``exact_state``)."""
         return self._state.copy()
 
     def set_state(self, state: np.ndarray, env_ids: np.ndarray | None = None) -> None:
@@ -178,6 +181,7 @@ class MujocoSimulator:
             self._models[i].body_quat[b] = quat[k] / np.linalg.norm(quat[k])
 
     def push(self, env_ids: np.ndarray, lin_vel: np.ndarray) -> None:
+        """Capability ``push``: add ``lin_vel`` (k, 3) [m/s, world frame] to the free joint's velocity; ValueError without a floating base."""
         if self._base_qvel is None:
             raise ValueError(f"{self.robot.name} has no floating base to push")
         v = self._off["qvel"] + self._base_qvel
@@ -185,6 +189,7 @@ class MujocoSimulator:
 
     # -- stepping ------------------------------------------------------------------------
     def step(self, command: np.ndarray) -> None:
+        """One rollout of ``decimation`` physics steps over all envs; envs that went non-finite are reset and flagged in ``diverged``."""
         command, bad_cmd = checked_command(command, self.n_envs, len(self._act))
         self._ctrl[:] = command[:, None, :]
         t_before = self._state[:, self._off["time"]].copy()

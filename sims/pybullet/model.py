@@ -132,6 +132,7 @@ def _set_inertial(link: ET.Element, pos, rot: np.ndarray, mass: float, diag) -> 
 
 
 def urdf_link_names(path: Path) -> set[str]:
+    """The ``name`` of every ``<link>`` in the URDF at ``path``."""
     return {el.get("name") for el in ET.parse(path).getroot().iter("link")}
 
 

@@ -69,6 +69,8 @@ from .state import ANG, BASE_END, LIN, MAX_ABS, NO_TOKEN, POS, QUAT, TIME, Snaps
 
 
 class PybulletSimulator:
+    """The Simulator protocol over PyBullet, one DIRECT client per env (see the module docstring)."""
+
     name = "pybullet"
     engine = "pybullet"
     capabilities = frozenset(
@@ -145,6 +147,8 @@ class PybulletSimulator:
         return np.concatenate([self._rows, np.array(tokens)[:, None]], axis=1)
 
     def set_state(self, state: np.ndarray, env_ids: np.ndarray | None = None) -> None:
+        """Restore ``get_state`` rows into ``env_ids`` (all when None): exactly from the row's saved snapshot when
+        it carries a live token, else by resetting poses and velocities (rows without a token are accepted)."""
         ids, width = select_envs(self.n_envs, env_ids), self._rows.shape[1]
         state = np.asarray(state, dtype=np.float64)
         if state.shape[-1] == width:  # rows without a token
@@ -260,6 +264,7 @@ class PybulletSimulator:
 
     # -- stepping ------------------------------------------------------------------------
     def step(self, command: np.ndarray) -> None:
+        """One control period per env, PD evaluated at every physics step; a world that went non-finite is rebuilt and reset."""
         command, bad_cmd = checked_command(command, self.n_envs, len(self._ix.act))
         for i in range(self.n_envs):
             self._step_env(i, command[i])

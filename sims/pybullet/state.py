@@ -26,6 +26,7 @@ def wxyz(q: np.ndarray) -> np.ndarray:
 
 
 def xyzw(q: np.ndarray) -> np.ndarray:
+    """Quaternions (..., 4) w,x,y,z to PyBullet's x,y,z,w."""
     return q[..., [1, 2, 3, 0]]
 
 

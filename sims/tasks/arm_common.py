@@ -53,14 +53,17 @@ class ArmIO:
         self.wrench = np.zeros((n_envs, 6))  # the tared wrench last observed
 
     def requirements(self) -> set[str]:
+        """``ee_pose``, and ``wrench`` when the wrench comes from the F/T sensor."""
         return {"ee_pose", "wrench"} if self.wrench_source == "ft" else {"ee_pose"}
 
     def on_reset(self, env_ids: np.ndarray) -> None:
+        """Restart the tare for ``env_ids``: their wrench reads zero until it is re-tared."""
         self.steps[env_ids] = 0
         self.tared[env_ids] = False
         self.tare[env_ids] = 0.0
 
     def after_step(self) -> None:
+        """Count a control step (the tare is taken after ``tare_steps``)."""
         self.steps += 1
 
     def pd_command(self, q_target: np.ndarray) -> np.ndarray:
@@ -71,6 +74,8 @@ class ArmIO:
         return q + self.model.gravity_torque(q) / self.kp
 
     def raw_wrench(self, state: RobotState) -> np.ndarray:
+        """Untared wrist wrench (n, 6), force [N] then moment [N m] in the F/T sensor frame: the sensor's
+        reading (``ft``), or estimated from joint torques minus gravity torques through the Jacobian (``joint_torque``)."""
         if self.wrench_source == "ft":
             return state.wrench
         m, q = self.model, state.joint_pos

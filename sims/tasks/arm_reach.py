@@ -43,6 +43,8 @@ from .arm_common import WRENCH_SOURCES, ArmIO
 
 @dataclass
 class ArmReachConfig(TaskConfig):
+    """arm-reach settings; positions in metres, robot base frame."""
+
     sim: SimConfig = field(default_factory=lambda: SimConfig(physics_dt=0.004, decimation=10, control="pd"))
     max_episode_steps: int = 75
     reward_weights: dict[str, float] = field(
@@ -72,6 +74,8 @@ def check_reachable(io: ArmIO, points: np.ndarray, q0: np.ndarray, what: str, to
 
 
 class ArmReach(Task):
+    """peg_arm brings the peg tip to a target and holds it (observation, reward: module docstring)."""
+
     name = "arm-reach"
     robot_name = "peg_arm"
     config_class = ArmReachConfig
@@ -126,6 +130,7 @@ class ArmReach(Task):
         self.io.on_reset(env_ids)
 
     def sample_commands(self, env_ids: np.ndarray) -> None:
+        """Draw new targets uniformly in [target_low, target_high] for ``env_ids``."""
         self.target[env_ids] = self.rng.uniform(self.lo, self.hi, (len(env_ids), 3))
 
     def after_step(self, action: np.ndarray) -> None:
@@ -133,10 +138,12 @@ class ArmReach(Task):
         self.io.after_step()
 
     def action_to_command(self, action: np.ndarray) -> np.ndarray:
+        """PD targets q_home + action_scale · clip(a, -1, 1), gravity compensated."""
         return self.io.pd_command(self.home + self.config.action_scale * np.clip(action, -1.0, 1.0))
 
     # -- observation ---------------------------------------------------------------------
     def observe(self, state: RobotState) -> np.ndarray:
+        """(n, 33): q − q_home, q̇, tip position, tip quaternion w,x,y,z, tared wrench, target, target − tip."""
         wrench = self.io.observe(state)
         self.tip = state.ee_pos
         return np.concatenate(
@@ -153,9 +160,11 @@ class ArmReach(Task):
         ).astype(np.float32)
 
     def privileged_observe(self, state: RobotState) -> np.ndarray:
+        """(n, 3): the target."""
         return self.target.astype(np.float32)
 
     def distance(self, state: RobotState) -> np.ndarray:
+        """Tip-target distance (n,) [m]."""
         return np.linalg.norm(state.ee_pos - self.target, axis=1)
 
     def success(self, state: RobotState) -> np.ndarray:
@@ -163,15 +172,19 @@ class ArmReach(Task):
 
     # -- reward terms ------------------------------------------------------------------------
     def reward_reach(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        """1 − tanh(d / 0.1 m) on the tip-target distance d."""
         return 1.0 - np.tanh(self.distance(state) / 0.1)
 
     def reward_precise(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        """1 − tanh(d / 0.01 m) on the tip-target distance d."""
         return 1.0 - np.tanh(self.distance(state) / 0.01)
 
     def reward_action_rate(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        """‖aₜ − aₜ₋₁‖² on actions clipped to [-1, 1]."""
         return np.square(np.clip(action, -1, 1) - np.clip(self.last_action, -1, 1)).sum(axis=1)
 
     def reward_joint_vel(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        """‖q̇‖² [rad²/s²]."""
         return np.square(state.joint_vel).sum(axis=1)
 
 

@@ -20,6 +20,8 @@ from ..task import Task, TaskConfig
 
 @dataclass
 class CartpoleSwingupConfig(TaskConfig):
+    """cartpole-swingup settings; ``init_noise`` is the std of the initial state around the pole hanging down."""
+
     sim: SimConfig = field(default_factory=lambda: SimConfig(physics_dt=0.01, decimation=4, control="torque"))
     max_episode_steps: int = 250
     reward_weights: dict[str, float] = field(default_factory=lambda: {"swingup": 1.0})
@@ -28,6 +30,8 @@ class CartpoleSwingupConfig(TaskConfig):
 
 
 class CartpoleSwingup(Task):
+    """Swing the pole up from hanging down and balance it, by cart force (torque control)."""
+
     name = "cartpole-swingup"
     robot_name = "cartpole"
     config_class = CartpoleSwingupConfig
@@ -47,9 +51,11 @@ class CartpoleSwingup(Task):
         return InitState(joint_pos=pos, joint_vel=s * self.rng.standard_normal((k, 2)))
 
     def action_to_command(self, action: np.ndarray) -> np.ndarray:
+        """Cart force: clip(a, -1, 1) times the actuator's torque limit."""
         return np.clip(action, -1.0, 1.0) * self.robot.torque_limit[self.robot.actuated]
 
     def observe(self, state: RobotState) -> np.ndarray:
+        """(n, 5): cart x, cos θ, sin θ, cart ẋ, θ̇ (θ = 0 upright)."""
         x, th = state.joint_pos[:, 0], state.joint_pos[:, 1]
         v = state.joint_vel
         return np.stack([x, np.cos(th), np.sin(th), v[:, 0], v[:, 1]], axis=1).astype(np.float32)

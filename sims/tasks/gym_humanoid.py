@@ -29,6 +29,8 @@ from ..task import Task, TaskConfig
 
 @dataclass
 class GymHumanoidConfig(TaskConfig):
+    """gym-humanoid settings, Gymnasium's Humanoid-v5 defaults; ``healthy_z`` is the torso height range [m] that counts as upright."""
+
     sim: SimConfig = field(default_factory=lambda: SimConfig(decimation=5, control="torque"))
     max_episode_steps: int = 1000
     reward_weights: dict[str, float] = field(default_factory=lambda: {"healthy": 5.0, "forward": 1.25, "ctrl": -0.1})
@@ -37,6 +39,8 @@ class GymHumanoidConfig(TaskConfig):
 
 
 class GymHumanoid(Task):
+    """Gymnasium's Humanoid-v5 MDP on embody's simulator, for speed benchmarks (differences: module docstring)."""
+
     name = "gym-humanoid"
     robot_name = "gym_humanoid"
     config_class = GymHumanoidConfig
@@ -64,6 +68,7 @@ class GymHumanoid(Task):
         return np.clip(action, -1.0, 1.0) * self.robot.torque_limit
 
     def observe(self, state: RobotState) -> np.ndarray:
+        """(n, 11 + 2j): torso z, torso quaternion w,x,y,z, joint positions, world linear velocity, body angular velocity, joint velocities."""
         p = state.privileged
         world_lin_vel = quat_rotate(p.base_quat, p.base_lin_vel)  # MuJoCo's qvel[:3]
         return np.concatenate(
@@ -76,12 +81,14 @@ class GymHumanoid(Task):
         return (lo < z) & (z < hi)
 
     def terminated(self, state: RobotState) -> np.ndarray:
+        """The torso height left ``healthy_z``."""
         return ~self._healthy(state)
 
     def reward_healthy(self, state: RobotState, action: np.ndarray) -> np.ndarray:
         return self._healthy(state).astype(np.float64)
 
     def reward_forward(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        """Forward (world x) velocity of the base [m/s]."""
         p = state.privileged
         return quat_rotate(p.base_quat, p.base_lin_vel)[:, 0]
 

@@ -25,11 +25,15 @@ from .h1_2_velocity import REWARD_WEIGHTS, Commands, H1_2Velocity, Legged, Rando
 
 @dataclass
 class Motion:
+    """Upper-body motion clips the H1-2 tracks while it stands."""
+
     library: str | None = None  # folder of .safetensors clips; None: the procedural default library
 
 
 @dataclass
 class H1_2StandConfig(TaskConfig):
+    """h1_2-stand settings: h1_2-velocity's with a zero command and upper-body motion clips."""
+
     sim: SimConfig = field(default_factory=lambda: SimConfig(physics_dt=0.005, decimation=4))
     max_episode_steps: int = 1000  # 20 s
     # standing still: no swing-height term (contact rewards both feet down for a zero command)
@@ -43,6 +47,8 @@ class H1_2StandConfig(TaskConfig):
 
 
 class H1_2Stand(H1_2Velocity):
+    """The H1-2 stands still on its legs while its upper body plays motion clips back to back (PD targets from the clip)."""
+
     name = "h1_2-stand"
     config_class = H1_2StandConfig
 
@@ -65,11 +71,13 @@ class H1_2Stand(H1_2Velocity):
         return super().observation_size + 2 * len(self.upper)
 
     def on_reset(self, env_ids: np.ndarray) -> None:
+        """Also start each env at a random frame of a random clip."""
         super().on_reset(env_ids)
         self.clip[env_ids] = self.rng.integers(0, len(self.lengths), len(env_ids))
         self.frame[env_ids] = self.rng.integers(0, self.lengths[self.clip[env_ids]])
 
     def after_step(self, action: np.ndarray) -> None:
+        """Also advance each env's clip by one frame, drawing a new clip at the end of one."""
         super().after_step(action)
         self.frame += 1
         done = np.flatnonzero(self.frame >= self.lengths[self.clip])  # clips play back to back
@@ -77,11 +85,13 @@ class H1_2Stand(H1_2Velocity):
         self.frame[done] = 0
 
     def upper_targets(self) -> np.ndarray:
+        """PD targets of all joints (n, j) before the legs are set: the upper body at each env's clip frame."""
         targets = super().upper_targets()
         targets[:, self.upper] = self.frames[self.clip, self.frame]
         return targets
 
     def observe(self, state: RobotState) -> np.ndarray:
+        """h1_2-velocity's observation, then upper-body q − q0 and 0.05 · q̇."""
         up = self.upper
         return np.concatenate(
             [super().observe(state), state.joint_pos[:, up] - self.q0[up], 0.05 * state.joint_vel[:, up]], axis=1

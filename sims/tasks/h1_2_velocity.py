@@ -41,6 +41,8 @@ HIP_ROLL_YAW = np.array([0, 2, 6, 8])  # leg-local columns of hip yaw and roll (
 
 @dataclass
 class Randomization:
+    """Domain randomization: physics drawn per episode, base pushes and a per-episode action delay."""
+
     enabled: bool = True
     friction: tuple[float, float] = (0.3, 1.25)  # multiplier of the nominal friction
     added_base_mass: tuple[float, float] = (-1.0, 3.0)  # kg
@@ -70,6 +72,8 @@ REWARD_WEIGHTS = {
 
 @dataclass
 class Commands:
+    """Velocity command ranges (base frame), drawn uniformly per env and redrawn every ``resample_s`` seconds."""
+
     lin_vel_x: tuple[float, float] = (-1.0, 1.0)  # ranges [m/s, m/s, rad/s]
     lin_vel_y: tuple[float, float] = (-0.5, 0.5)
     yaw_rate: tuple[float, float] = (-1.0, 1.0)
@@ -95,6 +99,8 @@ class Legged:
 
 @dataclass
 class H1_2VelocityConfig(TaskConfig):
+    """h1_2-velocity settings."""
+
     sim: SimConfig = field(default_factory=lambda: SimConfig(physics_dt=0.005, decimation=4))
     max_episode_steps: int = 1000  # 20 s
     reward_weights: dict[str, float] = field(default_factory=lambda: dict(REWARD_WEIGHTS))
@@ -108,6 +114,8 @@ def _uniform(rng, bounds, k) -> np.ndarray:
 
 
 class H1_2Velocity(Task):
+    """The H1-2 tracks a commanded base velocity (vx, vy, yaw rate) with its legs; the upper body holds its pose."""
+
     name = "h1_2-velocity"
     robot_name = "h1_2"
     config_class = H1_2VelocityConfig
@@ -159,6 +167,7 @@ class H1_2Velocity(Task):
 
     @property
     def action_size(self) -> int:
+        """The leg joints only."""
         return len(self.legs)
 
     def requirements(self) -> frozenset[str]:
@@ -167,6 +176,7 @@ class H1_2Velocity(Task):
 
     # -- commands ------------------------------------------------------------------------
     def sample_commands(self, env_ids: np.ndarray) -> None:
+        """Draw (vx [m/s], vy [m/s], yaw rate [rad/s]) for ``env_ids``; a ``zero_fraction`` share is zero (stand still)."""
         c, k = self.config, len(env_ids)
         cmd = np.stack(
             [
@@ -199,6 +209,7 @@ class H1_2Velocity(Task):
 
     # -- episode -------------------------------------------------------------------------
     def reset_distribution(self, env_ids: np.ndarray) -> InitState:
+        """The default pose with uniform leg-joint noise, standing at the default base pose, at rest."""
         k, n_j = len(env_ids), self.robot.n_joints
         noise = self.rng.uniform(-1, 1, (k, n_j)) * self.config.legged.init_joint_noise
         noise[:, np.setdiff1d(np.arange(n_j), self.legs)] = 0.0
@@ -211,6 +222,7 @@ class H1_2Velocity(Task):
         )
 
     def on_reset(self, env_ids: np.ndarray) -> None:
+        """Also clear the action history and pushes, and draw the next push time and the action delay."""
         super().on_reset(env_ids)
         r, k = self.config.randomization, len(env_ids)
         self.steps[env_ids] = 0
@@ -224,6 +236,7 @@ class H1_2Velocity(Task):
         return np.round(_uniform(self.rng, self.config.randomization.push_interval_s, k) / self.dt)
 
     def sample_physics(self, env_ids: np.ndarray) -> PhysicsParams | None:
+        """Friction multiplier, added base mass [kg] and mass scale per env (remembered for the privileged observation); None when randomization is off."""
         r, k = self.config.randomization, len(env_ids)
         if not r.enabled:
             return None
@@ -237,6 +250,7 @@ class H1_2Velocity(Task):
         )
 
     def sample_pushes(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Horizontal base kicks up to ``push_velocity`` [m/s] per axis for the envs whose push is due."""
         ids = np.flatnonzero(self.steps >= self.next_push)
         if ids.size == 0:
             return None
@@ -248,6 +262,7 @@ class H1_2Velocity(Task):
         return ids, kick
 
     def after_step(self, action: np.ndarray) -> None:
+        """Also count steps and redraw commands every ``resample_s``."""
         super().after_step(action)
         self.steps += 1
         every = max(1, round(self.config.commands.resample_s / self.dt))
@@ -278,6 +293,8 @@ class H1_2Velocity(Task):
         return np.stack([phase, (phase + 0.5) % 1.0], axis=1)
 
     def observe(self, state: RobotState) -> np.ndarray:
+        """(n, 9 + 3L + 2), L leg joints: 0.25 · pelvis angular velocity (3), projected gravity (3), commands ×
+        (2, 2, 0.25) (3), leg q − q0, 0.05 · leg q̇, last action, sin and cos of the gait phase."""
         legs, phase = self.legs, self.gait_phase(state)[:, 0]
         return np.concatenate(
             [
@@ -294,6 +311,8 @@ class H1_2Velocity(Task):
         ).astype(np.float32)
 
     def privileged_observe(self, state: RobotState) -> np.ndarray:
+        """(n, 13): base linear velocity (3), base height (1), foot contact forces / weight (2), friction,
+        added mass, mass scale (3), the last push velocity for 0.5 s after it (3), action delay (1)."""
         p = state.privileged
         fresh = (self.steps - self.last_push_step) * self.dt < 0.5
         return np.concatenate(
@@ -316,22 +335,26 @@ class H1_2Velocity(Task):
         return quat_rotate_inverse(state.privileged.base_quat, np.array([0.0, 0.0, -1.0]))
 
     def terminated(self, state: RobotState) -> np.ndarray:
+        """A fall: tilt beyond ``fall_tilt`` or the base below ``fall_height``."""
         tilt = np.linalg.norm(self._gravity(state)[:, :2], axis=1)
         return (tilt > self.config.legged.fall_tilt) | (
             state.privileged.base_pos[:, 2] < self.config.legged.fall_height
         )
 
     def reward(self, state: RobotState, action: np.ndarray):
+        """The weighted terms times ``dt`` (per second of simulated time), the total clipped at 0 with ``only_positive_rewards``."""
         total, terms = super().reward(state, action)
         if self.config.legged.only_positive_rewards:
             total = np.maximum(total, 0.0)
         return total * self.dt, {k: v * self.dt for k, v in terms.items()}
 
     def reward_tracking_lin_vel(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        """exp(−‖v*_xy − v_xy‖² / σ), base-frame linear velocity [m/s]."""
         err = np.sum((self.commands[:, :2] - state.privileged.base_lin_vel[:, :2]) ** 2, axis=1)
         return np.exp(-err / self.config.legged.tracking_sigma)
 
     def reward_tracking_ang_vel(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        """exp(−(ω*_z − ω_z)² / σ), yaw rate [rad/s]."""
         err = (self.commands[:, 2] - state.privileged.base_ang_vel[:, 2]) ** 2
         return np.exp(-err / self.config.legged.tracking_sigma)
 
@@ -342,15 +365,18 @@ class H1_2Velocity(Task):
         return np.sum(state.privileged.base_ang_vel[:, :2] ** 2, axis=1)
 
     def reward_orientation(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        """Squared horizontal components of the projected gravity (tilt)."""
         return np.sum(self._gravity(state)[:, :2] ** 2, axis=1)
 
     def reward_base_height(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        """(z − base_height_target)² [m²]."""
         return (state.privileged.base_pos[:, 2] - self.config.legged.base_height_target) ** 2
 
     def reward_action_rate(self, state: RobotState, action: np.ndarray) -> np.ndarray:
         return np.sum((action - self.last_action) ** 2, axis=1)
 
     def reward_torques(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        """Σ τ² over the leg joints [N² m²]."""
         return np.sum(state.joint_torque[:, self.legs] ** 2, axis=1)
 
     def reward_joint_limits(self, state: RobotState, action: np.ndarray) -> np.ndarray:
@@ -361,6 +387,7 @@ class H1_2Velocity(Task):
         return np.sum(np.clip(mid - half - q, 0, None) + np.clip(q - mid - half, 0, None), axis=1)
 
     def reward_hip_pos(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        """Σ q² over the hip roll and yaw joints [rad²]."""
         return np.sum(state.joint_pos[:, self.legs[HIP_ROLL_YAW]] ** 2, axis=1)
 
     def _stance(self, state: RobotState) -> np.ndarray:

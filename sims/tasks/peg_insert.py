@@ -79,6 +79,8 @@ MAX_CLEARANCE = 0.01  # m
 
 @dataclass
 class PegInsertConfig(TaskConfig):
+    """peg-insert settings; lengths in metres, positions in the robot base frame (hole geometry, ranges: module docstring)."""
+
     sim: SimConfig = field(default_factory=lambda: SimConfig(decimation=20, control="pd"))
     max_episode_steps: int = 150
     reward_weights: dict[str, float] = field(
@@ -136,12 +138,16 @@ def validate(c: PegInsertConfig) -> None:
 
 
 class PegInsert(Task):
+    """peg_arm inserts its peg into a hole whose pose it does not observe (actions, observation, reward: module docstring)."""
+
     name = "peg-insert"
     robot_name = "peg_arm"
     config_class = PegInsertConfig
 
     @classmethod
     def robot_params(cls, config: PegInsertConfig, seed: int = 0) -> dict:
+        """The board geometry for peg_arm's ``make_spec``; the clearance is drawn from ``clearance_range`` with ``seed`` when given.
+        Raises ConfigError for an invalid config."""
         validate(config)
         clearance = config.clearance
         if config.clearance_range:
@@ -188,10 +194,12 @@ class PegInsert(Task):
 
     @property
     def action_size(self) -> int:
+        """3: a move of the tip's Cartesian target."""
         return 3
 
     @property
     def randomizes_hole(self) -> bool:
+        """Whether the board moves per reset (then the simulator needs ``fixture_pose``)."""
         return self.config.hole_xy_range > 0 or self.config.hole_yaw_range > 0
 
     # -- for a live robot (teleoperation, hardware/teleop) -------------------------------
@@ -217,6 +225,7 @@ class PegInsert(Task):
 
     # -- episode -------------------------------------------------------------------------
     def sample_fixtures(self, env_ids: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Draw each env's hole x, y and yaw; the board's new pose, or nothing when the hole is not randomized."""
         k, c = len(env_ids), self.config
         self.hole[env_ids] = self.nominal
         self.hole[env_ids, :2] += self.rng.uniform(-c.hole_xy_range, c.hole_xy_range, (k, 2))
@@ -226,6 +235,7 @@ class PegInsert(Task):
         return {C.BOARD_BODY: (self.hole[env_ids].copy(), yaw_quat(self.yaw[env_ids]))}
 
     def reset_distribution(self, env_ids: np.ndarray) -> InitState:
+        """The IK pose with the tip ``start_height`` above the nominal hole, ±``start_xy_noise`` in x and y, peg down, at rest."""
         k, c = len(env_ids), self.config
         tip = (
             self.nominal
@@ -237,6 +247,7 @@ class PegInsert(Task):
         return InitState(joint_pos=q, joint_vel=np.zeros((k, 7)))
 
     def on_reset(self, env_ids: np.ndarray) -> None:
+        """Also record the finished episodes' peak force in ``episode_peak_force`` and restart the wrench tare."""
         super().on_reset(env_ids)
         done = env_ids[self._running[env_ids]]
         self.episode_peak_force.extend(self.peak_force[done].tolist())
@@ -255,6 +266,8 @@ class PegInsert(Task):
         self.io.after_step()
 
     def action_to_command(self, action: np.ndarray) -> np.ndarray:
+        """Move the tip target by ``action_scale`` · clip(a, -1, 1) (leashed to ``max_target_offset`` around the tip),
+        then two IK steps to joint PD targets with gravity compensation; the arm holds still until the wrench is tared."""
         m, c = self.io.model, self.config
         move = c.action_scale * np.clip(action, -1.0, 1.0)
         move[self.io.steps < self.io.tare_steps] = 0.0  # the arm holds still until the wrench is tared
@@ -269,6 +282,8 @@ class PegInsert(Task):
 
     # -- observation ---------------------------------------------------------------------
     def observe(self, state: RobotState) -> np.ndarray:
+        """(n, 33): q − q_home, q̇, tip − nominal hole mouth, tip quaternion w,x,y,z, tared wrench, previous action,
+        target − tip. Also tracks the episode's peak force."""
         wrench = self.io.observe(state)
         self.peak_force = np.maximum(self.peak_force, np.linalg.norm(wrench[:, :3], axis=1))
         return np.concatenate(
@@ -285,6 +300,7 @@ class PegInsert(Task):
         ).astype(np.float32)
 
     def privileged_observe(self, state: RobotState) -> np.ndarray:
+        """(n, 5): hole mouth − nominal mouth (3), hole yaw [rad] (1), clearance [m] (1)."""
         return np.concatenate(
             [self.hole - self.nominal, self.yaw[:, None], np.full((self.n_envs, 1), self.board.clearance)], axis=1
         ).astype(np.float32)
@@ -294,9 +310,11 @@ class PegInsert(Task):
         return self.hole[:, 2] - state.ee_pos[:, 2]
 
     def lateral(self, state: RobotState) -> np.ndarray:
+        """Horizontal tip-hole distance (n,) [m]."""
         return np.linalg.norm(state.ee_pos[:, :2] - self.hole[:, :2], axis=1)
 
     def success(self, state: RobotState) -> np.ndarray:
+        """The tip is at least ``insert_depth`` below the mouth, within the peg radius of the hole's axis."""
         return (self.depth(state) >= self.config.insert_depth) & (self.lateral(state) < self.board.peg_radius)
 
     def terminated(self, state: RobotState) -> np.ndarray:
@@ -304,18 +322,22 @@ class PegInsert(Task):
 
     # -- reward terms ------------------------------------------------------------------------
     def reward_align(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        """1 − tanh(lateral / 5 mm)."""
         return 1.0 - np.tanh(self.lateral(state) / 0.005)
 
     def reward_depth(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        """Insertion depth as a fraction of ``insert_depth``, in [0, 1]."""
         return np.clip(self.depth(state) / self.config.insert_depth, 0.0, 1.0)
 
     def reward_inserted(self, state: RobotState, action: np.ndarray) -> np.ndarray:
         return self.success(state).astype(np.float64)
 
     def reward_force(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        """Tared wrist force above ``force_limit`` [N]."""
         return np.maximum(np.linalg.norm(self.io.wrench[:, :3], axis=1) - self.config.force_limit, 0.0)
 
     def reward_action_rate(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        """‖aₜ − aₜ₋₁‖² on actions clipped to [-1, 1]."""
         return np.square(np.clip(action, -1, 1) - np.clip(self.last_action, -1, 1)).sum(axis=1)
 
 
@@ -353,6 +375,7 @@ class ScriptedExpert:
         pass
 
     def act(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
+        """Actions (n, 3) from cat(observation, privileged observation) (n, 38): hover above the true hole, then press down once aligned."""
         x = obs.detach().cpu().numpy().astype(np.float64)
         c, priv = self.config, x[:, OBS_SIZE:]
         tip = x[:, TIP]  # all relative to the nominal hole mouth
