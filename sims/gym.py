@@ -23,7 +23,8 @@ def _spaces(env) -> tuple[gym.spaces.Box, gym.spaces.Box]:
 
 
 class GymVectorEnv(VectorEnv):
-    """A registered task as a Gymnasium VectorEnv (same-step autoreset; ``infos["final_obs"]`` holds the finished episodes' last observations)."""
+    """A registered task as a Gymnasium VectorEnv (same-step autoreset; ``infos["final_obs"]`` holds the finished
+    episodes' last observations)."""
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": ["rgb_array"]}
 
@@ -42,7 +43,8 @@ class GymVectorEnv(VectorEnv):
         return obs, {"privileged_obs": priv}
 
     def step(self, actions):
-        """Step all envs; finished ones reset in the same step. Info keys: ``privileged_obs``, ``diverged``, ``final_obs``, ``_final_obs``."""
+        """Step all envs; finished ones reset in the same step. Info keys: ``privileged_obs``, ``diverged``,
+        ``final_obs``, ``_final_obs``."""
         obs, reward, terminated, truncated, info = self.env.step(actions)
         done = terminated | truncated
         infos = {

@@ -201,8 +201,8 @@ class CarlaSim:
         return nxt[0]
 
     def reset(self, seed: int | None = None) -> Observation:
-        """Destroy every actor and spawn the scenario afresh on the road at the map spawn point ``spawn_index``,
-        traffic drawn from ``seed`` (default the scenario's). Raises DrivingError if the ego's lane is not on that road."""
+        """Destroy every actor and spawn the scenario afresh on the road at the map spawn point ``spawn_index``, traffic
+        drawn from ``seed`` (default the scenario's). Raises DrivingError if the ego's lane is not on that road."""
         c, sc = self.carla, self.scenario
         self._destroy_all()
         rng = np.random.default_rng(sc.settings.seed if seed is None else seed)
@@ -311,7 +311,8 @@ class CarlaSim:
         return -lane * self.lane_width
 
     def lane_of(self, y: float) -> int:
-        """The lane index at road-frame lateral position ``y`` [m] (lane 0 at y = 0, lanes to the right at negative y); -1 off the road."""
+        """The lane index at road-frame lateral position ``y`` [m] (lane 0 at y = 0, lanes to the right at negative y);
+        -1 off the road."""
         k = int(round(-y / self.lane_width))
         return k if 0 <= k < len(self._lanes) else -1
 

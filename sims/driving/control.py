@@ -26,7 +26,8 @@ from .frames import wrap_angle
 
 @dataclass
 class FollowerConfig:
-    """Gains of the trajectory follower: pure pursuit on a bicycle model for steering, speed and along-path position feedback for acceleration."""
+    """Gains of the trajectory follower: pure pursuit on a bicycle model for steering, speed and along-path position
+    feedback for acceleration."""
 
     lookahead_s: float = 0.7  # pursuit distance = max(min_lookahead_m, speed * lookahead_s)
     min_lookahead_m: float = 6.0

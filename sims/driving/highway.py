@@ -101,7 +101,8 @@ class EgoVehicle(IDMVehicle):
         self.yield_at = None  # roundabout: (entry lanes, conflict point, ring lanes) the expert yields at
 
     def act(self, action=None) -> None:
-        """Meta mode: highway-env's lane and speed controllers track the last meta-action's targets; continuous mode: apply the command as is."""
+        """Meta mode: highway-env's lane and speed controllers track the last meta-action's targets; continuous mode:
+        apply the command as is."""
         if self.mode == "meta":
             ControlledVehicle.act(self)  # the lane and speed controllers track the meta-action's targets
         else:
@@ -109,7 +110,8 @@ class EgoVehicle(IDMVehicle):
             Vehicle.act(self, dict(self.command))
 
     def set_meta(self, name: str) -> None:
-        """Switch to meta-action control and apply ``name`` (a META_ACTIONS entry; "IDLE" keeps the targets), target speed clipped to [0, MAX_SPEED]."""
+        """Switch to meta-action control and apply ``name`` (a META_ACTIONS entry; "IDLE" keeps the targets), target
+        speed clipped to [0, MAX_SPEED]."""
         if self.mode != "meta":
             self.target_lane_index, self.target_speed = self.lane_index, self.speed
         self.mode = "meta"
@@ -117,7 +119,8 @@ class EgoVehicle(IDMVehicle):
         self.target_speed = float(np.clip(self.target_speed, 0.0, self.MAX_SPEED))
 
     def set_continuous(self, acceleration: float, steering_hw: float) -> None:
-        """Switch to direct control: ``acceleration`` [m/s²] and ``steering_hw`` [rad] in highway-env's sign (right positive)."""
+        """Switch to direct control: ``acceleration`` [m/s²] and ``steering_hw`` [rad] in highway-env's sign (right
+        positive)."""
         self.mode = "continuous"
         self.command = {"acceleration": float(acceleration), "steering": float(steering_hw)}
 
@@ -217,7 +220,8 @@ class BehaviorVehicle(IDMVehicle):
         self.name, self.kind, self.color = name, "behavior", BEHAVIOR_COLOR
 
     def act(self, action=None) -> None:
-        """Ask the behavior for a command given this vehicle's and the ego's road-frame states; crashed vehicles stay put."""
+        """Ask the behavior for a command given this vehicle's and the ego's road-frame states; crashed vehicles stay
+        put."""
         if self.crashed:
             return
         _from, _to, _ = self.lane_index
@@ -299,7 +303,8 @@ class FastRoad(Road):
             self._positions = None
 
     def neighbour_vehicles(self, vehicle, lane_index=None):
-        """highway-env's (front, rear) neighbours in ``lane_index``, vectorised over the cached positions on straight lanes."""
+        """highway-env's (front, rear) neighbours in ``lane_index``, vectorised over the cached positions on straight
+        lanes."""
         lane_index = lane_index or vehicle.lane_index
         cache = self._positions
         if cache is None or not lane_index or self.neighbour_vehicles_connected_lanes:
@@ -407,7 +412,8 @@ class HighwaySim:
     # ------------------------------------------------------------ building
 
     def reset(self, seed: int | None = None) -> Observation:
-        """Build the road and traffic afresh from ``seed`` (default the scenario's); scripted actors appear at their start times."""
+        """Build the road and traffic afresh from ``seed`` (default the scenario's); scripted actors appear at their
+        start times."""
         sc = self.scenario
         rng = np.random.default_rng(sc.settings.seed if seed is None else seed)
         road, ego = self._build_road(rng)
@@ -564,7 +570,8 @@ class HighwaySim:
     # ------------------------------------------------------------ stepping
 
     def step(self, action) -> StepResult:
-        """Apply ``action`` (a meta-action, or continuous (acceleration, steering) road frame, left positive) for one control period."""
+        """Apply ``action`` (a meta-action, or continuous (acceleration, steering) road frame, left positive) for one
+        control period."""
         w = self.world
         kind, value = parse_action(action)
         if kind == "meta":

@@ -24,7 +24,8 @@ from .simulator import make_scene
 
 
 class Renderer:
-    """Renders envs one at a time from an unbatched copy of the scene, posed with each env's qpos (built on the first render)."""
+    """Renders envs one at a time from an unbatched copy of the scene, posed with each env's qpos (built on the first
+    render)."""
 
     def __init__(self, gs, robot: RobotSpec, model, config: SimConfig):
         import mujoco

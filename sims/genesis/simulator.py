@@ -120,7 +120,8 @@ def make_scene(gs, robot: RobotSpec, model, vis_options=None, batch_links_info: 
 
 
 class GenesisSimulator:
-    """The Simulator protocol over one natively batched Genesis scene (see the module docstring for control and sensors)."""
+    """The Simulator protocol over one natively batched Genesis scene (see the module docstring for control and
+    sensors)."""
 
     name = "genesis"
     engine = "genesis"

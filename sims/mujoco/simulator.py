@@ -42,7 +42,8 @@ from .model import build_model, joint_addresses, state_offsets
 
 
 class MujocoSimulator:
-    """The Simulator protocol over MuJoCo: one mjSTATE_FULLPHYSICS row per env, stepped by ``mujoco.rollout`` (see the module docstring)."""
+    """The Simulator protocol over MuJoCo: one mjSTATE_FULLPHYSICS row per env, stepped by ``mujoco.rollout`` (see the
+    module docstring)."""
 
     name = "mujoco"
     engine = "mujoco"
@@ -181,7 +182,8 @@ class MujocoSimulator:
             self._models[i].body_quat[b] = quat[k] / np.linalg.norm(quat[k])
 
     def push(self, env_ids: np.ndarray, lin_vel: np.ndarray) -> None:
-        """Capability ``push``: add ``lin_vel`` (k, 3) [m/s, world frame] to the free joint's velocity; ValueError without a floating base."""
+        """Capability ``push``: add ``lin_vel`` (k, 3) [m/s, world frame] to the free joint's velocity; ValueError
+        without a floating base."""
         if self._base_qvel is None:
             raise ValueError(f"{self.robot.name} has no floating base to push")
         v = self._off["qvel"] + self._base_qvel
@@ -189,7 +191,8 @@ class MujocoSimulator:
 
     # -- stepping ------------------------------------------------------------------------
     def step(self, command: np.ndarray) -> None:
-        """One rollout of ``decimation`` physics steps over all envs; envs that went non-finite are reset and flagged in ``diverged``."""
+        """One rollout of ``decimation`` physics steps over all envs; envs that went non-finite are reset and flagged in
+        ``diverged``."""
         command, bad_cmd = checked_command(command, self.n_envs, len(self._act))
         self._ctrl[:] = command[:, None, :]
         t_before = self._state[:, self._off["time"]].copy()

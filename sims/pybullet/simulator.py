@@ -264,7 +264,8 @@ class PybulletSimulator:
 
     # -- stepping ------------------------------------------------------------------------
     def step(self, command: np.ndarray) -> None:
-        """One control period per env, PD evaluated at every physics step; a world that went non-finite is rebuilt and reset."""
+        """One control period per env, PD evaluated at every physics step; a world that went non-finite is rebuilt and
+        reset."""
         command, bad_cmd = checked_command(command, self.n_envs, len(self._ix.act))
         for i in range(self.n_envs):
             self._step_env(i, command[i])

@@ -74,8 +74,8 @@ class ArmIO:
         return q + self.model.gravity_torque(q) / self.kp
 
     def raw_wrench(self, state: RobotState) -> np.ndarray:
-        """Untared wrist wrench (n, 6), force [N] then moment [N m] in the F/T sensor frame: the sensor's
-        reading (``ft``), or estimated from joint torques minus gravity torques through the Jacobian (``joint_torque``)."""
+        """Untared wrist wrench (n, 6), force [N] then moment [N m] in the F/T sensor frame: the sensor's reading
+        (``ft``), or estimated from joint torques minus gravity torques through the Jacobian (``joint_torque``)."""
         if self.wrench_source == "ft":
             return state.wrench
         m, q = self.model, state.joint_pos

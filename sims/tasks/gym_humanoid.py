@@ -29,7 +29,8 @@ from ..task import Task, TaskConfig
 
 @dataclass
 class GymHumanoidConfig(TaskConfig):
-    """gym-humanoid settings, Gymnasium's Humanoid-v5 defaults; ``healthy_z`` is the torso height range [m] that counts as upright."""
+    """gym-humanoid settings, Gymnasium's Humanoid-v5 defaults; ``healthy_z`` is the torso height range [m] that counts
+    as upright."""
 
     sim: SimConfig = field(default_factory=lambda: SimConfig(decimation=5, control="torque"))
     max_episode_steps: int = 1000
@@ -68,7 +69,8 @@ class GymHumanoid(Task):
         return np.clip(action, -1.0, 1.0) * self.robot.torque_limit
 
     def observe(self, state: RobotState) -> np.ndarray:
-        """(n, 11 + 2j): torso z, torso quaternion w,x,y,z, joint positions, world linear velocity, body angular velocity, joint velocities."""
+        """(n, 11 + 2j): torso z, torso quaternion w,x,y,z, joint positions, world linear velocity, body angular
+        velocity, joint velocities."""
         p = state.privileged
         world_lin_vel = quat_rotate(p.base_quat, p.base_lin_vel)  # MuJoCo's qvel[:3]
         return np.concatenate(

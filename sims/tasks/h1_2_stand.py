@@ -47,7 +47,8 @@ class H1_2StandConfig(TaskConfig):
 
 
 class H1_2Stand(H1_2Velocity):
-    """The H1-2 stands still on its legs while its upper body plays motion clips back to back (PD targets from the clip)."""
+    """The H1-2 stands still on its legs while its upper body plays motion clips back to back (PD targets from the
+    clip)."""
 
     name = "h1_2-stand"
     config_class = H1_2StandConfig

@@ -176,7 +176,8 @@ class H1_2Velocity(Task):
 
     # -- commands ------------------------------------------------------------------------
     def sample_commands(self, env_ids: np.ndarray) -> None:
-        """Draw (vx [m/s], vy [m/s], yaw rate [rad/s]) for ``env_ids``; a ``zero_fraction`` share is zero (stand still)."""
+        """Draw (vx [m/s], vy [m/s], yaw rate [rad/s]) for ``env_ids``; a ``zero_fraction`` share is zero (stand
+        still)."""
         c, k = self.config, len(env_ids)
         cmd = np.stack(
             [
@@ -236,7 +237,8 @@ class H1_2Velocity(Task):
         return np.round(_uniform(self.rng, self.config.randomization.push_interval_s, k) / self.dt)
 
     def sample_physics(self, env_ids: np.ndarray) -> PhysicsParams | None:
-        """Friction multiplier, added base mass [kg] and mass scale per env (remembered for the privileged observation); None when randomization is off."""
+        """Friction multiplier, added base mass [kg] and mass scale per env (remembered for the privileged observation);
+        None when randomization is off."""
         r, k = self.config.randomization, len(env_ids)
         if not r.enabled:
             return None
@@ -342,7 +344,8 @@ class H1_2Velocity(Task):
         )
 
     def reward(self, state: RobotState, action: np.ndarray):
-        """The weighted terms times ``dt`` (per second of simulated time), the total clipped at 0 with ``only_positive_rewards``."""
+        """The weighted terms times ``dt`` (per second of simulated time), the total clipped at 0 with
+        ``only_positive_rewards``."""
         total, terms = super().reward(state, action)
         if self.config.legged.only_positive_rewards:
             total = np.maximum(total, 0.0)

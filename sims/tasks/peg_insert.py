@@ -79,7 +79,8 @@ MAX_CLEARANCE = 0.01  # m
 
 @dataclass
 class PegInsertConfig(TaskConfig):
-    """peg-insert settings; lengths in metres, positions in the robot base frame (hole geometry, ranges: module docstring)."""
+    """peg-insert settings; lengths in metres, positions in the robot base frame (hole geometry, ranges: module
+    docstring)."""
 
     sim: SimConfig = field(default_factory=lambda: SimConfig(decimation=20, control="pd"))
     max_episode_steps: int = 150
@@ -138,7 +139,8 @@ def validate(c: PegInsertConfig) -> None:
 
 
 class PegInsert(Task):
-    """peg_arm inserts its peg into a hole whose pose it does not observe (actions, observation, reward: module docstring)."""
+    """peg_arm inserts its peg into a hole whose pose it does not observe (actions, observation, reward: module
+    docstring)."""
 
     name = "peg-insert"
     robot_name = "peg_arm"
@@ -146,8 +148,8 @@ class PegInsert(Task):
 
     @classmethod
     def robot_params(cls, config: PegInsertConfig, seed: int = 0) -> dict:
-        """The board geometry for peg_arm's ``make_spec``; the clearance is drawn from ``clearance_range`` with ``seed`` when given.
-        Raises ConfigError for an invalid config."""
+        """The board geometry for peg_arm's ``make_spec``; the clearance is drawn from ``clearance_range`` with ``seed``
+        when given. Raises ConfigError for an invalid config."""
         validate(config)
         clearance = config.clearance
         if config.clearance_range:
@@ -235,7 +237,8 @@ class PegInsert(Task):
         return {C.BOARD_BODY: (self.hole[env_ids].copy(), yaw_quat(self.yaw[env_ids]))}
 
     def reset_distribution(self, env_ids: np.ndarray) -> InitState:
-        """The IK pose with the tip ``start_height`` above the nominal hole, ±``start_xy_noise`` in x and y, peg down, at rest."""
+        """The IK pose with the tip ``start_height`` above the nominal hole, ±``start_xy_noise`` in x and y, peg down,
+        at rest."""
         k, c = len(env_ids), self.config
         tip = (
             self.nominal
@@ -267,7 +270,8 @@ class PegInsert(Task):
 
     def action_to_command(self, action: np.ndarray) -> np.ndarray:
         """Move the tip target by ``action_scale`` · clip(a, -1, 1) (leashed to ``max_target_offset`` around the tip),
-        then two IK steps to joint PD targets with gravity compensation; the arm holds still until the wrench is tared."""
+        then two IK steps to joint PD targets with gravity compensation; the arm holds still until the wrench is
+        tared."""
         m, c = self.io.model, self.config
         move = c.action_scale * np.clip(action, -1.0, 1.0)
         move[self.io.steps < self.io.tare_steps] = 0.0  # the arm holds still until the wrench is tared
@@ -375,7 +379,8 @@ class ScriptedExpert:
         pass
 
     def act(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
-        """Actions (n, 3) from cat(observation, privileged observation) (n, 38): hover above the true hole, then press down once aligned."""
+        """Actions (n, 3) from cat(observation, privileged observation) (n, 38): hover above the true hole, then press
+        down once aligned."""
         x = obs.detach().cpu().numpy().astype(np.float64)
         c, priv = self.config, x[:, OBS_SIZE:]
         tip = x[:, TIP]  # all relative to the nominal hole mouth
