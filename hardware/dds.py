@@ -46,6 +46,7 @@ def dds_config(iface: str) -> str:
 
 
 def check_interface(iface: str) -> None:
+    """Raise HardwareError naming the machine's interfaces if ``iface`` is not one of them."""
     names = [name for _, name in socket.if_nameindex()]
     if iface not in names:
         raise HardwareError(

@@ -121,6 +121,8 @@ class DdsDriver:
 
     # -- RobotInterface --------------------------------------------------------------------
     def connect(self, timeout_s: float = 5.0) -> None:
+        """Check the codec, open the DDS endpoints on ``iface`` and wait for the first state; RobotConnectionError after
+        ``timeout_s``."""
         from . import dds
 
         c = self.codec
@@ -142,6 +144,8 @@ class DdsDriver:
         self._thread.start()
 
     def read_state(self) -> RobotState:
+        """A copy of the latest state (n = 1); raises the listener's error if decoding failed, RobotConnectionError
+        before ``connect``."""
         self._raise_if_failed()
         with self._lock:
             if self._state is None:

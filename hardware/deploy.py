@@ -70,6 +70,8 @@ class PolicyRunner:
         self.reset()
 
     def reset(self) -> None:
+        """Start an episode: the task's on_reset (fixed commands re-applied) and the policy's recurrent state
+        cleared."""
         self.task.on_reset(np.array([0]))
         self._fix_commands()
         self.policy.reset()
@@ -79,6 +81,7 @@ class PolicyRunner:
             self.task.set_commands(np.array([0]), self.commands)
 
     def observe(self, state: RobotState) -> np.ndarray:
+        """The task's policy observation (1, o) for ``state``."""
         return self.task.observe(state)
 
     @torch.no_grad()
@@ -95,6 +98,8 @@ class PolicyRunner:
 
 @dataclass
 class DeployConfig:
+    """``embody deploy`` settings; durations in seconds of wall time."""
+
     robot: str = "h1_2"
     target: str = "sim"  # sim (starts `embody robot-sim`) | dds:IFACE
     domain: int = 0

@@ -78,9 +78,11 @@ class JointCommand:
         return cls.pd(robot, q)
 
     def copy(self) -> JointCommand:
+        """A deep copy (every array copied)."""
         return JointCommand(**{f.name: np.array(getattr(self, f.name), copy=True) for f in fields(self)})
 
     def is_finite(self) -> bool:
+        """Whether every field but ``enable`` is finite."""
         return all(np.isfinite(getattr(self, f.name)).all() for f in fields(self) if f.name != "enable")
 
 
@@ -120,7 +122,9 @@ class RobotInterface(Protocol):
     def send_command(self, command: JointCommand) -> JointCommand:
         """Pass ``command`` through the safety supervisor and send it; returns what was sent."""
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Stop sending and release the connection; closing twice is harmless."""
+        ...
 
     def __enter__(self) -> RobotInterface: ...
 

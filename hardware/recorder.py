@@ -20,6 +20,9 @@ PHASES = list(Phase)
 
 
 def deploy_features(robot, obs_size: int, action_size: int, imu: bool) -> dict:
+    """The dataset features of a deployment recording: LeRobot's ``observation.state`` and ``action``, and ``embody.*``
+    columns (observation, joint velocities and torques, the sent command, supervisor phase, state age, IMU when
+    ``imu``)."""
     from embody.datasets.format import feature
 
     joints, j = list(robot.joint_names), robot.n_joints
@@ -61,6 +64,8 @@ class DeployRecorder:
         self.task = runner.task.name
 
     def add(self, state, obs: np.ndarray, action: np.ndarray, sent: JointCommand, phase: Phase, age: float) -> None:
+        """Add one policy tick as a frame: the state (n = 1), observation and action (1, ·), the sent command, phase and
+        state age [s]."""
         frame = {
             "observation.state": state.joint_pos[0],
             "action": action[0],

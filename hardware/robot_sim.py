@@ -70,6 +70,7 @@ class AdapterPhysics:
         self._state = self.sim.state()
 
     def step(self, tau: np.ndarray) -> None:
+        """One physics step with joint torques ``tau`` (actuated,)."""
         self.sim.step(tau[None])
         self._state = self.sim.state()
 
@@ -221,6 +222,7 @@ class SimServer:
                 next_t = time.monotonic()
 
     def stop(self) -> None:
+        """Ask the serving loop to stop (returns at once)."""
         self._stop.set()
 
 
@@ -270,6 +272,7 @@ class BandPhysics:
         self._stiffness = float(self.model.body_subtreemass[0]) * 9.81 / band.anchor_height
 
     def reset(self) -> None:
+        """Default pose at the default base position, at rest (the band as it is)."""
         d = self.data
         self._mj.mj_resetData(self.model, d)
         d.qpos[self._qadr] = self.robot.default_pose
@@ -277,11 +280,13 @@ class BandPhysics:
         self._mj.mj_forward(self.model, d)
 
     def step(self, tau: np.ndarray) -> None:
+        """One physics step with joint torques ``tau`` (actuated,) plus the band's torso wrench when it is on."""
         self.data.ctrl[:] = tau
         self._band_wrench()
         self._mj.mj_step(self.model, self.data)
 
     def state(self) -> RobotState:
+        """The robot's state (n = 1) from MuJoCo's sensors; joint torques are the applied ``tau``."""
         d, L = self.data, self.layout
         torque = np.zeros(self.robot.n_joints)
         torque[self.robot.actuated] = d.ctrl
@@ -348,10 +353,12 @@ class H1_2Server(SimServer):
         self.physics.on = self.stats["band"] = on  # reported with the statistics when robot-sim stops
 
     def reset(self) -> None:
+        """Also put the band back as robot-sim started it."""
         super().reset()
         self.band_on = self.band_started
 
     def control(self, sample) -> None:
+        """Also engage or release the band on a SimControl_ sample's ``band``."""
         from .sim_control import KEEP
 
         super().control(sample)
@@ -384,6 +391,7 @@ def sim_control(domain: int, iface: str, band: bool | None = None, reset: bool =
 
 
 def make_server(robot: str, iface: str = "lo", domain: int = 0, band: bool = False) -> SimServer:
+    """The robot-sim server for ``robot`` (h1_2 or peg_arm); HardwareError for another robot, or ``band`` on the arm."""
     if robot == "h1_2":
         return H1_2Server(iface=iface, domain=domain, band=band)
     if robot == "peg_arm":

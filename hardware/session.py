@@ -46,6 +46,8 @@ class StepFailed(RuntimeError):
 
 
 class Step(Protocol):
+    """One control tick of a SupervisedSession loop."""
+
     def __call__(self, tick: int, t: float) -> bool:
         """One control tick: ``tick`` 0, 1, …; ``t`` seconds since the loop began. Returns False to stop."""
 
@@ -88,6 +90,7 @@ class SessionSummary:
 
     @property
     def ok(self) -> bool:
+        """No fault ended the session."""
         return self.fault is None
 
     @property
@@ -96,6 +99,7 @@ class SessionSummary:
         return exits.OK if self.ok else exits.FAILED
 
     def as_dict(self) -> dict:
+        """The summary as JSON-ready values, with ``exit_code``."""
         return {**asdict(self), "exit_code": self.exit_code}
 
 
@@ -252,6 +256,7 @@ def damping_stage(sup: SafetySupervisor) -> str:
 
 
 def events_of(sup: SafetySupervisor) -> list[dict]:
+    """The supervisor's phase changes as dicts: ``t``, ``from``, ``to`` (phase names) and ``reason``."""
     return [{"t": e.time, "from": e.old.name, "to": e.new.name, "reason": e.reason} for e in sup.events]
 
 

@@ -16,5 +16,7 @@ KEEP = 255  # leave the band as it is
 
 @dataclass
 class SimControl_(IdlStruct, typename="embody_sim.msg.dds_.SimControl_"):
+    """robot-sim's control topic: the elastic band and resets of the simulated robot."""
+
     band: uint8  # 1: hold the robot on the elastic band, 0: release it, KEEP: leave it
     reset: uint8  # 1: put the robot back into its start state (default pose, band as started)

@@ -92,6 +92,8 @@ COUNTERS = (
 
 
 class Phase(enum.Enum):
+    """The supervisor's phases, in deploy order (transitions: module docstring)."""
+
     ZERO_TORQUE = "zero_torque"
     RAMP = "ramp"
     HOLD = "hold"

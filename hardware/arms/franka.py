@@ -253,6 +253,7 @@ class FrankaArm(ArmDriver):
             return self._state
 
     def state_age(self) -> float:
+        """Seconds since the last robot state arrived from libfranka's control loop."""
         with self._lock:
             return time.monotonic() - self._state_t
 

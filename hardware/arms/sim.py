@@ -43,11 +43,14 @@ class ArmCodec:
         self.state_topic, self.state_type = m.TOPIC_ARM_STATE, m.ArmState_
 
     def supervisor_config(self) -> SupervisorConfig:
+        """Arm limits: no tilt check, the wrist force limit and workspace box, the motors passive until the ramp."""
         return SupervisorConfig(
             max_tilt_rad=None, max_wrench_n=MAX_WRIST_FORCE_N, workspace=WORKSPACE, passive_before_ramp=True
         )
 
     def check(self) -> None:
+        """Refuse to run (HardwareError) if this cyclonedds serializes ArmCmd_ or ArmState_ differently from the
+        fixed-layout fast path."""
         m = self.m
         for cls, dtype in ((m.ArmCmd_, m.ARM_CMD_DTYPE), (m.ArmState_, m.ARM_STATE_DTYPE)):
             rec = np.zeros((), dtype)
@@ -76,6 +79,7 @@ class ArmCodec:
         return XCDR1_LE + buf.tobytes(), crc
 
     def decode_state(self, data: bytes, n_joints: int, t: float) -> tuple[RobotState, int, dict]:
+        """An ArmState_ sample to (RobotState with ee pose and raw wrench, applied command CRC, {})."""
         r = self._record(data, self.m.ARM_STATE_DTYPE, "ArmState_")
         row = lambda k: r[k].astype(np.float64)[None]  # noqa: E731
         state = RobotState(
@@ -90,6 +94,7 @@ class ArmCodec:
         return state, int(r["applied"]), {}
 
     def encode_command(self, cmd: JointCommand, echo: dict, seq: int | None) -> tuple[bytes, int]:
+        """An ArmCmd_ sample (enabled joints as a bit mask) and its CRC."""
         rec = np.zeros((), self.m.ARM_CMD_DTYPE)
         rec["seq"] = seq or 0
         for k in ("q", "dq", "tau", "kp", "kd"):
@@ -112,6 +117,7 @@ class ArmCodec:
         return self._seal(rec)[0]
 
     def decode_command(self, data: bytes) -> tuple[JointCommand, int, dict]:
+        """An ArmCmd_ sample to (JointCommand, its CRC, {}); HardwareError if malformed, CrcMismatch on a bad CRC."""
         r = self._record(data, self.m.ARM_CMD_DTYPE, "ArmCmd_")
         f = lambda k: r[k].astype(np.float64)  # noqa: E731
         enable = (int(r["enable"]) >> np.arange(self.m.ARM_JOINTS)) & 1 == 1

@@ -20,6 +20,8 @@ TOPIC_ARM_STATE = "rt/embody/arm_state"
 @dataclass
 @annotations.final
 class ArmCmd_(IdlStruct, typename="embody_arm.msg.dds_.ArmCmd_"):
+    """The simulated arm's joint command: PD targets and gains, feed-forward torque per joint, float32."""
+
     seq: uint32  # free for the client (numbered commands when tracing)
     q: array[float32, ARM_JOINTS]
     dq: array[float32, ARM_JOINTS]
@@ -33,6 +35,8 @@ class ArmCmd_(IdlStruct, typename="embody_arm.msg.dds_.ArmCmd_"):
 @dataclass
 @annotations.final
 class ArmState_(IdlStruct, typename="embody_arm.msg.dds_.ArmState_"):
+    """The simulated arm's state: joints, end-effector pose (base frame) and the raw wrist wrench, float32."""
+
     tick: uint32  # ms of simulated time
     applied: uint32  # crc of the command last applied
     q: array[float32, ARM_JOINTS]

@@ -25,6 +25,8 @@ class DeviceError(RuntimeError):
 
 
 class InputDevice(Protocol):
+    """A teleoperation input device (keyboard, gamepad, SpaceMouse), polled once per control tick."""
+
     name: str
 
     def read(self) -> tuple[np.ndarray, set[str]]:
@@ -87,6 +89,8 @@ class KeyboardInput:
         self.shift = False
 
     def read(self) -> tuple[np.ndarray, set[str]]:
+        """Arrows/WASD move in x and y, R/F or page up/down in z (shift held: slower, adds "slow"); Escape or closing
+        the window aborts, Enter or space is done."""
         pg, buttons = self.pg, set()
         for e in pg.event.get():
             if e.type == pg.KEYDOWN:
@@ -149,6 +153,8 @@ class GamepadInput:
         self.raw = np.zeros(3)
 
     def read(self) -> tuple[np.ndarray, set[str]]:
+        """Left stick moves in x and y, right stick's vertical axis in z (within a dead zone); buttons 0 and 7 are done,
+        1 and 6 abort, others grip; unplugging the gamepad aborts."""
         pg, buttons = self.pg, set()
         for e in pg.event.get():
             if getattr(e, "instance_id", self.instance) != self.instance:
@@ -188,6 +194,7 @@ class SpaceMouseInput:
             raise DeviceError("pyspacemouse found no SpaceMouse (is it plugged in, and readable by this user?)")
 
     def read(self) -> tuple[np.ndarray, set[str]]:
+        """Translation axes move (within a dead zone); button 0 is done, button 1 aborts."""
         s = self.lib.read()
         buttons = set()
         pressed = list(getattr(s, "buttons", []) or [])
@@ -198,12 +205,15 @@ class SpaceMouseInput:
         return dead_zone([s.y, -s.x, s.z], self.zone), buttons
 
     def close(self) -> None:
+        """Close the SpaceMouse if its library can."""
         close = getattr(self.lib, "close", None)
         if close is not None:
             close()
 
 
 def make_device(name: str) -> InputDevice:
+    """The input device named ``name`` (keyboard, gamepad, spacemouse); DeviceError for another name or a missing
+    device."""
     if name == "keyboard":
         return KeyboardInput()
     if name == "gamepad":

@@ -15,6 +15,8 @@ from .devices import init_pygame
 
 
 class Display(Protocol):
+    """Where teleoperation shows its status lines."""
+
     def show(self, lines: list[str], status: str = "") -> None:
         """Show ``lines`` (and a ``status`` line) now, or skip if shown too recently."""
 
@@ -28,6 +30,8 @@ class TerminalDisplay:
         self.stream, self.interval, self.last = stream, interval_s, -math.inf
 
     def show(self, lines: list[str], status: str = "") -> None:
+        """Rewrite one terminal line with ``lines`` and ``status`` joined by " | ", at most every ``interval``
+        seconds."""
         now = time.monotonic()
         if now - self.last >= self.interval:
             self.last = now
@@ -46,6 +50,7 @@ class PygameDisplay:
         self.font = pg.font.Font(None, 24)
 
     def show(self, lines: list[str], status: str = "") -> None:
+        """Draw ``lines`` and ``status`` in the pygame window (nothing without one)."""
         pg = self.pg
         surface = pg.display.get_surface()
         if surface is None:

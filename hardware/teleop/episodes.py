@@ -66,6 +66,8 @@ class TeleopRunner:
         return q
 
     def command(self, state: RobotState, move: np.ndarray) -> JointCommand:
+        """The joint command for ``state`` and the device's ``move`` (3,), clipped to [-1, 1] as the recorded action;
+        the observation and action stay in ``last``."""
         # float32 in [-1, 1], as a policy emits it (and is recorded); NaN stays NaN, for the supervisor to refuse
         action = np.clip(np.asarray(move, dtype=np.float64).reshape(1, 3), -1.0, 1.0).astype(np.float32)
         obs = self.task.observe(state)
@@ -75,6 +77,7 @@ class TeleopRunner:
         return JointCommand.pd_actuated(self.robot, targets[0])
 
     def success(self, state: RobotState) -> bool:
+        """Whether the task counts ``state`` as a success."""
         return bool(self.task.success(state)[0])
 
     def home_command(self, q: np.ndarray) -> JointCommand:

@@ -66,9 +66,12 @@ class UnitreeHgCodec:
         self.mode_machine = mode_machine  # what a (simulated) robot reports; clients echo the robot's
 
     def supervisor_config(self) -> SupervisorConfig:
+        """The supervisor defaults (made for the H1-2)."""
         return SupervisorConfig()
 
     def decode_state(self, data: bytes, n_joints: int, t: float) -> tuple[RobotState, int, dict]:
+        """A LowState_ sample to (RobotState, the applied command's CRC from ``reserve[0]`` (0 when unset),
+        ``{"mode_machine": …}`` to echo)."""
         packed = wire.from_cdr(data, "LowState_")
         if not msg.packed_crc_ok(packed):
             raise CrcMismatch("LowState_: CRC mismatch")
@@ -76,10 +79,13 @@ class UnitreeHgCodec:
         return state_from_lowstate(a, n_joints, t), int(a["reserve"][0]), {"mode_machine": a["mode_machine"]}
 
     def encode_command(self, cmd: JointCommand, echo: dict, seq: int | None) -> tuple[bytes, int]:
+        """A LowCmd_ sample echoing ``mode_machine``, ``seq`` in ``reserve[0]``, and its CRC."""
         packed = lowcmd_packed(cmd, echo.get("mode_machine", 0), None if seq is None else (seq, 0, 0, 0))
         return wire.to_cdr(packed, "LowCmd_"), int(packed[-4:].view("<u4")[0])
 
     def encode_state(self, state: RobotState, applied_id: int, tick: int) -> bytes:
+        """robot-sim's side: a LowState_ sample (ddq 0, motors past the robot's joints 0) with ``applied_id`` in
+        ``reserve[0]``."""
         j = state.joint_pos.shape[1]
         motors = np.zeros((4, msg.NUM_MOTORS))  # q, dq, ddq (not simulated: 0), tau_est; motors past j: 0
         motors[[0, 1, 3], :j] = state.joint_pos[0], state.joint_vel[0], state.joint_torque[0]
@@ -100,6 +106,8 @@ class UnitreeHgCodec:
         return wire.to_cdr(packed, "LowState_")
 
     def decode_command(self, data: bytes) -> tuple[JointCommand, int, dict]:
+        """robot-sim's side: a LowCmd_ sample to (JointCommand, its CRC, ``{"mode_machine": …}``); CrcMismatch on a bad
+        CRC."""
         packed = wire.from_cdr(data, "LowCmd_")
         if not msg.packed_crc_ok(packed):
             raise CrcMismatch("LowCmd_: CRC mismatch")

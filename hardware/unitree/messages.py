@@ -39,6 +39,8 @@ TOPIC_LOWSTATE = "rt/lowstate"
 @annotate.final
 @annotate.autoid("sequential")
 class MotorCmd_(idl.IdlStruct, typename="unitree_hg.msg.dds_.MotorCmd_"):
+    """One motor's command: ``mode`` 1 enables it; PD targets and gains and feed-forward torque."""
+
     mode: types.uint8
     q: types.float32
     dq: types.float32
@@ -52,6 +54,8 @@ class MotorCmd_(idl.IdlStruct, typename="unitree_hg.msg.dds_.MotorCmd_"):
 @annotate.final
 @annotate.autoid("sequential")
 class LowCmd_(idl.IdlStruct, typename="unitree_hg.msg.dds_.LowCmd_"):
+    """unitree_hg's low-level command: 35 motor slots, CRC32 over the preceding words."""
+
     mode_pr: types.uint8
     mode_machine: types.uint8
     motor_cmd: types.array[MotorCmd_, 35]
@@ -63,6 +67,8 @@ class LowCmd_(idl.IdlStruct, typename="unitree_hg.msg.dds_.LowCmd_"):
 @annotate.final
 @annotate.autoid("sequential")
 class IMUState_(idl.IdlStruct, typename="unitree_hg.msg.dds_.IMUState_"):
+    """The torso IMU: quaternion w,x,y,z, gyroscope [rad/s], accelerometer [m/s²], roll/pitch/yaw [rad]."""
+
     quaternion: types.array[types.float32, 4]
     gyroscope: types.array[types.float32, 3]
     accelerometer: types.array[types.float32, 3]
@@ -74,6 +80,8 @@ class IMUState_(idl.IdlStruct, typename="unitree_hg.msg.dds_.IMUState_"):
 @annotate.final
 @annotate.autoid("sequential")
 class MotorState_(idl.IdlStruct, typename="unitree_hg.msg.dds_.MotorState_"):
+    """One motor's state: position, velocity, acceleration, estimated torque, temperatures."""
+
     mode: types.uint8
     q: types.float32
     dq: types.float32
@@ -90,6 +98,8 @@ class MotorState_(idl.IdlStruct, typename="unitree_hg.msg.dds_.MotorState_"):
 @annotate.final
 @annotate.autoid("sequential")
 class LowState_(idl.IdlStruct, typename="unitree_hg.msg.dds_.LowState_"):
+    """unitree_hg's low-level state: IMU, 35 motor slots, the remote's bytes, CRC32 over the preceding words."""
+
     version: types.array[types.uint32, 2]
     mode_pr: types.uint8
     mode_machine: types.uint8
