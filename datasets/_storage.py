@@ -50,6 +50,7 @@ def parquet_bytes(table) -> bytes:
 
 
 def fsync_file(path: str | Path) -> None:
+    """Flush the file at ``path`` to disk (``os.fsync``)."""
     with open(path, "rb") as f:
         os.fsync(f.fileno())
 

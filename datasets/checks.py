@@ -49,6 +49,7 @@ class Problem:
         return f"{self.path}: {self.message}"
 
     def error(self) -> DatasetFormatError:
+        """This problem as a DatasetFormatError."""
         return DatasetFormatError(self.path, self.message)
 
 
@@ -56,6 +57,7 @@ Check = Callable[[Snapshot], list[Problem]]
 
 
 def raise_first(problems: list[Problem]) -> None:
+    """Raise the first of ``problems`` as a DatasetFormatError; nothing when there are none."""
     if problems:
         raise problems[0].error()
 
@@ -91,6 +93,7 @@ def staged_saves(s: Snapshot) -> list[Problem]:
 
 
 def info_fields(s: Snapshot) -> list[Problem]:
+    """``meta/info.json`` has every required field."""
     return [Problem(s.root / INFO_PATH, f"missing field {k!r}") for k in _REQUIRED_INFO if k not in s.info]
 
 
@@ -110,6 +113,7 @@ def feature_declarations(s: Snapshot) -> list[Problem]:
 
 
 def path_templates(s: Snapshot) -> list[Problem]:
+    """``data_path`` (and ``video_path``, with video features) are the LeRobot v3.0 templates."""
     path, info, problems = s.root / INFO_PATH, s.info, []
     if info.get("data_path") != DATA_PATH:
         problems.append(Problem(path, f"data_path {info.get('data_path')!r} is not {DATA_PATH!r}"))
@@ -138,6 +142,7 @@ def checksum_problems(root: Path, files: dict[str, str]) -> list[Problem]:
 
 
 def checksums(s: Snapshot) -> list[Problem]:
+    """Each file in our checksum list has its recorded sha256 (datasets written by embody only)."""
     return checksum_problems(s.root, s.meta.checksums) if s.meta.ours else []
 
 
@@ -157,6 +162,7 @@ def files_have_checksums(s: Snapshot) -> list[Problem]:
 
 
 def episode_count(s: Snapshot) -> list[Problem]:
+    """``total_episodes`` matches the rows of the episodes table."""
     total = int(s.info.get("total_episodes", 0))
     if len(s.rows) == total:
         return []
@@ -169,6 +175,7 @@ def episode_count(s: Snapshot) -> list[Problem]:
 
 
 def splits_and_tasks(s: Snapshot) -> list[Problem]:
+    """``splits`` is ``{"train": "0:<total>"}`` and ``total_tasks`` matches tasks.parquet, without duplicate tasks."""
     path, info, total, problems = s.root / INFO_PATH, s.info, int(s.info.get("total_episodes", 0)), []
     if total and info.get("splits") != {"train": f"0:{total}"}:
         problems.append(Problem(path, f"splits {info.get('splits')} should be {{'train': '0:{total}'}}"))
@@ -273,6 +280,7 @@ def _clips_by_file(s: Snapshot, key: str) -> dict[str, list]:
 
 
 def video_files_exist(s: Snapshot) -> list[Problem]:
+    """Every video file an episode points to exists."""
     return [
         Problem(s.root / rel, f"missing (video {k!r} of episodes {[r.episode_index for r in rows]})")
         for k in s.video_keys
@@ -320,6 +328,7 @@ def video_frames(s: Snapshot) -> list[Problem]:
 
 
 def stats_entries(s: Snapshot) -> list[Problem]:
+    """``meta/stats.json`` has every statistic for every feature (when the dataset has episodes)."""
     if not s.rows:
         return []
     try:
@@ -358,6 +367,7 @@ _VERIFYING = (checksums, files_have_checksums)
 
 
 def load_checks(verify: bool) -> tuple[Check, ...]:
+    """The checks ``load`` runs: LOAD_CHECKS, without the checksum checks unless ``verify``."""
     return LOAD_CHECKS if verify else tuple(c for c in LOAD_CHECKS if c not in _VERIFYING)
 
 

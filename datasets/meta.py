@@ -126,6 +126,7 @@ def write_meta(folder: Path, files: list[tuple[str, bytes]], checksums: dict[str
 
 
 def read_json(path: Path):
+    """The parsed JSON file; DatasetFormatError if it is missing or not valid JSON."""
     if not path.is_file():
         raise DatasetFormatError(path, "missing")
     try:
@@ -135,6 +136,7 @@ def read_json(path: Path):
 
 
 def read_parquet(path: Path, memory_map: bool = False):
+    """The parquet file as a pyarrow Table; DatasetFormatError if it is missing or unreadable."""
     pa = require("pyarrow", "datasets")
     pq = require("pyarrow.parquet", "datasets")
 

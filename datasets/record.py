@@ -23,6 +23,8 @@ from embody.progress import Progress
 
 @dataclass
 class RecordConfig:
+    """``embody record`` settings: ``episodes`` of ``task`` in ``sim`` into the dataset folder ``out``."""
+
     task: str
     episodes: int
     out: Path
@@ -62,6 +64,8 @@ def build(cfg: RecordConfig):
 
 
 def scripted_or_random(env, seed: int):
+    """An action function ``(obs (n, o), priv (n, p)) -> actions (n, a)``: the task's scripted expert if it has one,
+    else uniform in [-1, 1]."""
     from embody.distill import EXPERTS
 
     if env.task.name in EXPERTS:

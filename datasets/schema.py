@@ -82,6 +82,7 @@ def feature(dtype: str, shape: tuple, names: list | None = None) -> dict:
 
 
 def video_keys(features: dict) -> list[str]:
+    """The keys of the features stored as video."""
     return [k for k, ft in features.items() if ft["dtype"] == "video"]
 
 

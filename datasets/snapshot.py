@@ -46,6 +46,7 @@ class Snapshot:
 
     @cached_property
     def rows(self) -> list[EpisodeRow]:
+        """The episodes table's rows (empty when ``total_episodes`` is 0)."""
         return read_episode_rows(self.root) if int(self.info.get("total_episodes", 0)) else []
 
     @cached_property
@@ -55,6 +56,7 @@ class Snapshot:
 
     @cached_property
     def stats(self) -> dict | None:
+        """``meta/stats.json`` as arrays per feature and statistic; None when the file is absent."""
         path = self.root / STATS_PATH
         return from_json(read_json(path)) if path.is_file() else None
 

@@ -39,6 +39,7 @@ class ImageStats:
         self.max = np.zeros(3)
 
     def add(self, frame: np.ndarray) -> None:
+        """Add one (H, W, 3) uint8 frame, downsampled as LeRobot does when a side is 300 px or more."""
         h, w = frame.shape[:2]
         if max(h, w) >= 300:  # lerobot's auto_downsample_height_width
             step = int((w if w > h else h) / 150)
@@ -52,6 +53,7 @@ class ImageStats:
         self.max = np.maximum(self.max, px.max(0))
 
     def result(self) -> dict[str, np.ndarray]:
+        """``min``, ``max``, ``mean``, ``std`` as (3, 1, 1) in [0, 1], and ``count`` (frames)."""
         mean = self.sum / self.pixels
         std = np.sqrt(np.maximum(self.sumsq / self.pixels - mean**2, 0.0))
         c = lambda v: (v / 255.0).reshape(3, 1, 1)  # noqa: E731
@@ -79,4 +81,5 @@ def to_json(stats: dict) -> dict:
 
 
 def from_json(obj: dict) -> dict:
+    """Stats JSON ``{feature: {statistic: list}}`` to the same dict of numpy arrays."""
     return {k: {s: np.asarray(v) for s, v in d.items()} for k, d in obj.items()}
