@@ -61,6 +61,7 @@ def _cells(p: argparse.ArgumentParser) -> None:
 
 
 def collect_arguments(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``embody blindfolded collect``: the study cells, and ``--teleop`` for a person's demonstrations."""
     from .teleop import add_teleop_arguments
 
     _cells(p)
@@ -68,6 +69,7 @@ def collect_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def train_arguments(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``embody blindfolded train``: the study cells, or ``--demos FILE`` (peg) to train on one file."""
     _cells(p)
     p.add_argument(
         "--demos",
@@ -77,10 +79,12 @@ def train_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def eval_arguments(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``embody blindfolded eval``: the study cells."""
     _cells(p)
 
 
 def study_arguments(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``embody blindfolded study``: the configuration, ``--seeds`` replicates and ``--workers``."""
     _common(p)
     p.add_argument(
         "--seeds",
@@ -97,6 +101,7 @@ def study_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def import_arguments(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``embody blindfolded import``: the teleop dataset in, the demonstrations file out."""
     p.add_argument(
         "--out",
         default="runs/blindfolded",
@@ -108,6 +113,7 @@ def import_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def merge_arguments(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``embody blindfolded merge``: ``--from`` study folders, ``--out``."""
     add_merge_arguments(p, "a study's output folder", "runs/blindfolded")
 
 
@@ -128,6 +134,7 @@ def _config(args):
 
 
 def run_study_command(args) -> int:
+    """``embody blindfolded study``: the whole study into ``--out``; returns the exit code."""
     from .study import run_study
 
     cfg = _config(args)
@@ -139,6 +146,8 @@ def run_study_command(args) -> int:
 
 
 def run_merge(args) -> int:
+    """``embody blindfolded merge``: pool studies run in several folders; CommandError for folders that do not
+    combine."""
     from .study import merge_studies
 
     try:
@@ -149,12 +158,14 @@ def run_merge(args) -> int:
 
 
 def run_import(args) -> int:
+    """``embody blindfolded import``: a teleop dataset to a demonstrations file."""
     from .teleop import run_import as run
 
     return run(args)
 
 
 def run_collect(args) -> int:
+    """``embody blindfolded collect``: expert demonstrations of the selected cells, or a person's with ``--teleop``."""
     if args.teleop:
         from .teleop import run_teleop
 
@@ -163,12 +174,14 @@ def run_collect(args) -> int:
 
 
 def run_train(args) -> int:
+    """``embody blindfolded train``: train the selected cells, or on ``--demos FILE``."""
     if args.demos:
         return _train_on_file(args, _config(args), Path(args.out))
     return _cells_action(args, "train")
 
 
 def run_eval(args) -> int:
+    """``embody blindfolded eval``: evaluate the selected cells' trained learners."""
     return _cells_action(args, "eval")
 
 

@@ -18,6 +18,8 @@ from .history_bc import HistoryBCConfig
 
 @dataclass
 class MazeConfig:
+    """The maze domain (a minigrid maze seen through an egocentric window); sizes in grid squares."""
+
     cells: int = 4  # maze cells per side: a (2·cells+1)² minigrid grid
     view: int = 3  # minigrid's agent_view_size (odd, >= 3): the learner's egocentric window
     max_steps: int = 100  # per episode, experts and learners alike
@@ -45,6 +47,9 @@ class PegConfig:
 
 @dataclass
 class StudyConfig:
+    """The blindfolded study: information ``levels`` × demonstration counts ``m_values`` × ``seeds``, learners evaluated
+    on training tasks and on ``heldout`` held-out tasks."""
+
     scale: str = "tiny"
     seed: int = 0  # the first seed; replicate r uses seed + r
     domain: str = "maze"
@@ -65,6 +70,7 @@ class StudyConfig:
         return [replicate_seed * 100_000 + i for i in range(m)]
 
     def heldout_tasks(self) -> list[int]:
+        """The held-out task seeds, the same for every cell."""
         return [self.heldout_seed_base + i for i in range(self.heldout)]
 
 

@@ -95,6 +95,8 @@ def from_episodes(
 
 
 def save(demos: Demos, path: str | Path) -> Path:
+    """Write ``demos`` as a compressed ``.npz`` (``obs/<name>``, ``actions``, ``episode_lengths``, JSON ``meta``),
+    atomically; returns the path."""
     arrays = {f"obs/{k}": v for k, v in demos.obs.items()}
     arrays.update(
         actions=demos.actions,

@@ -23,6 +23,8 @@ from torch import nn
 
 @dataclass
 class HistoryBCConfig:
+    """Training of the history BC learner (a GRU over observation features and previous actions)."""
+
     hidden: int = 64  # GRU units
     embed: int = 64  # encoder units
     epochs: int = 150  # passes over the episodes (each a few gradient steps at most)
@@ -45,6 +47,7 @@ class HistoryPolicy(nn.Module):
         self.head = nn.Linear(hidden, n_actions)
 
     def init_kwargs(self) -> dict:
+        """The constructor's keyword arguments, for rebuilding the model from a checkpoint."""
         return {
             "feature_size": self.feature_size,
             "n_actions": self.n_actions,
@@ -57,6 +60,7 @@ class HistoryPolicy(nn.Module):
         return cls(**kwargs)
 
     def spec(self) -> dict:
+        """The checkpoint's model description: ``model``, ``version`` and ``init_kwargs``."""
         return {"model": "history_bc", "version": 1, **self.init_kwargs()}
 
     def _inputs(self, x: torch.Tensor, prev_action: torch.Tensor) -> torch.Tensor:
@@ -69,6 +73,7 @@ class HistoryPolicy(nn.Module):
         return self.head(out)
 
     def initial_state(self, n: int) -> torch.Tensor:
+        """The GRU's zero hidden state for ``n`` sequences, (1, n, hidden)."""
         return torch.zeros(1, n, self.hidden)
 
     def step(self, x: torch.Tensor, prev_action: torch.Tensor, state: torch.Tensor):

@@ -168,6 +168,8 @@ class Level:
 
     @staticmethod
     def parse(name: str) -> Level:
+        """The level named ``name``: ``informed``, ``region-K`` (K ≥ 1), ``blind`` or ``blind-wall``; ValueError
+        otherwise."""
         if name == "informed":
             return Level(name, 1)
         if name == "blind":
@@ -206,10 +208,13 @@ class Expert:
         self.observe(env)
 
     def observe(self, env) -> None:
+        """Drop the squares now in view from the candidates; note whether the goal is seen."""
         self.cands -= env.visible
         self.goal_seen = self.goal_seen or env.goal_pos in env.visible
 
     def act(self, env) -> int:
+        """The next minigrid action: the first move of a shortest path to the goal once seen, else to the nearest
+        candidate (or, ``wall`` exploration, the left-hand rule)."""
         if self.explore == "wall" and not self.goal_seen:
             return self._follow_left_wall(env)
         targets = {env.goal_pos} if self.goal_seen else self.cands
@@ -249,6 +254,9 @@ class Expert:
 
 @dataclass
 class Episode:
+    """One expert episode: (T,) steps of the learner's view before each action, the actions, and the outcome on
+    ``task``."""
+
     image: np.ndarray  # (T, v, v, 3) uint8: the observation before each action
     direction: np.ndarray  # (T,) int8
     action: np.ndarray  # (T,) int8
@@ -259,6 +267,7 @@ class Episode:
 
 
 def run_expert(env, level: Level, task: int) -> Episode:
+    """Run the expert with ``level``'s knowledge on maze seed ``task`` until it reaches the goal or the step limit."""
     obs, _ = env.reset(seed=task)
     cands = candidates(env, level, task)
     expert = Expert(env, cands, level.explore)
@@ -309,6 +318,8 @@ def features(image: np.ndarray, direction: np.ndarray) -> np.ndarray:
 
 @dataclass
 class Rollouts:
+    """Evaluation episodes of a learner, one per task."""
+
     success: np.ndarray  # (n,) bool
     steps: np.ndarray  # (n,) int: steps taken (max_steps when it failed)
     tasks: list[int] = field(default_factory=list)
@@ -381,16 +392,20 @@ class MazeDomain:
 
     @property
     def obs_spec(self) -> dict[str, tuple[int, ...]]:
+        """Observation parts and their shapes: ``direction`` () and ``image`` (v, v, 3)."""
         v = self.cfg.view
         return {"direction": (), "image": (v, v, 3)}
 
     def levels(self) -> list[str]:
+        """The configured level names (ValueError for an unknown one)."""
         return [Level.parse(name).name for name in self.cfg.levels]
 
     def information(self, level: str, tasks) -> float:
+        """I in bits of ``level`` over ``tasks`` (see ``level_information``)."""
         return level_information(self.env, Level.parse(level), tasks)
 
     def expert_episodes(self, level: str, tasks) -> list[Episode]:
+        """One expert episode per task at ``level``."""
         lv = Level.parse(level)
         return [run_expert(self.env, lv, t) for t in tasks]
 
@@ -418,9 +433,11 @@ class MazeDomain:
         return from_episodes([{"image": e.image, "direction": e.direction} for e in eps], [e.action for e in eps], meta)
 
     def features(self, obs: dict[str, np.ndarray]) -> np.ndarray:
+        """The learner's features (..., v·v·4 + 4) of an observation dict (see ``features``)."""
         return features(obs["image"], obs["direction"])
 
     def evaluate(self, policy, tasks, seed: int = 0) -> Rollouts:
+        """One episode of ``policy`` per task, actions sampled or greedy per ``sample``."""
         return evaluate(
             policy,
             list(tasks),

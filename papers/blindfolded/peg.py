@@ -143,6 +143,8 @@ class TaskPegInsert(PegInsert):
         self.queue, self.next = tasks, 0
 
     def sample_fixtures(self, env_ids: np.ndarray) -> dict:
+        """Give the envs being reset the next queued holes (and their ``episode_id``); envs beyond the queue keep a
+        drawn hole."""
         out = super().sample_fixtures(env_ids)  # draws (and keeps) a hole for envs beyond the queue
         take = min(len(env_ids), len(self.queue) - self.next)
         ids = env_ids[:take]
@@ -162,6 +164,8 @@ def make_config(max_episode_steps: int | None = None) -> PegInsertConfig:
 
 
 def make_env(n_envs: int, seed: int = 0, config: PegInsertConfig | None = None, sim: str = "mujoco") -> VecEnv:
+    """A VecEnv of TaskPegInsert on ``sim`` (``config`` default: the study's); raises if the simulator lacks a
+    capability."""
     config = config or make_config()
     config.sim.n_envs = n_envs
     robot = get_robot(PegInsert.robot_name, **PegInsert.robot_params(config, seed))
@@ -457,6 +461,7 @@ class ZeroPolicy:
     obs_size, action_size = OBS_SIZE, 3
 
     def act(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
+        """Zero actions (n, 3): hold the target."""
         return torch.zeros(obs.shape[0], 3)
 
     def reset(self, env_ids=None) -> None:
@@ -502,6 +507,8 @@ def hole_of(task_ids) -> np.ndarray:
 
 @dataclass
 class PegRollouts:
+    """Evaluation episodes of a learner, one per task (hole)."""
+
     success: np.ndarray  # (n,) bool
     steps: np.ndarray  # (n,) int (max steps when it failed)
     peak_force: np.ndarray  # (n,) N
@@ -519,14 +526,17 @@ class PegDomain:
         self.cfg = cfg
 
     def task_config(self) -> PegInsertConfig:
+        """The peg-insert config of the study (its episode length)."""
         return make_config(self.cfg.max_steps)
 
     def levels(self) -> list[str]:
+        """The configured levels (raises for an unknown one)."""
         for lv in self.cfg.levels:
             _side(lv, HOLE_XY_RANGE)
         return list(self.cfg.levels)
 
     def information(self, level: str, tasks=None) -> float:
+        """I in bits of ``level`` (see ``information_bits``); ``tasks`` are ignored."""
         return information_bits(level)
 
     def _run(self, policy, task_ids, privileged: bool, seed: int, record: bool = False) -> Episodes:
@@ -538,6 +548,8 @@ class PegDomain:
             env.close()
 
     def expert_stats(self, level: str, task_ids, seed: int = 0) -> dict:
+        """The expert's ``success`` rate, ``steps_mean`` and ``steps_max`` of successes, ``peak_force_max`` [N] and
+        ``episodes`` over the first ``expert_eval_tasks`` tasks."""
         ids = list(task_ids)[: self.cfg.expert_eval_tasks]
         ep = self._run(make_expert(level, self.task_config(), seed=seed), ids, True, seed)
         ok = ep.success
@@ -627,13 +639,16 @@ class PegDomain:
         }
 
     def evaluate(self, policy, task_ids, seed: int = 0) -> PegRollouts:
+        """One episode of ``policy`` per task (hole); None: uniformly random actions."""
         ep = self._run(RandomPolicy(OBS_SIZE, 3, seed) if policy is None else policy, list(task_ids), False, seed)
         return PegRollouts(ep.success, ep.length, ep.peak_force)
 
     def save_policy(self, policy, path, meta: dict | None = None):
+        """Write ``policy`` as a run directory at ``path`` that ``load_policy`` reads back."""
         return write_student_run(policy, path, meta, self.task_config())
 
     def load_policy(self, path):
+        """The policy in the run directory ``path``."""
         return load_student_run(path)
 
 

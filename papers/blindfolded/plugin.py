@@ -2,6 +2,7 @@
 
 
 def register(api) -> None:
+    """Add the ``embody blindfolded`` commands and the study to the CLI."""
     from . import cli
 
     api.command("blindfolded", "Blindfolded experts: cloning experts denied task information (papers/blindfolded)")

@@ -81,6 +81,7 @@ class SearchExpert:
         self.max_sum = 0.004  # m·steps: bound of the integrated tracking error
 
     def reset(self, env_ids=None) -> None:
+        """Clear the search state of ``env_ids`` (all when None); their regions are drawn at the next ``act``."""
         if env_ids is None or self.fresh is None:
             self.fresh = None
         else:
@@ -95,6 +96,8 @@ class SearchExpert:
         return np.clip(self.centre + self._spiral(d), -self.bound, self.bound)
 
     def act(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
+        """Actions (n, 3) from cat(obs, privileged) (n, 38): touch down at the told region's centre, then search
+        along a spiral, pressing down, until the peg drops in."""
         x = obs.detach().cpu().numpy().astype(np.float64)
         n, c = len(x), self.config
         if self.fresh is None or len(self.fresh) != n:

@@ -70,6 +70,7 @@ def expert_stats(domain, level: str, tasks) -> dict:
 
 
 def demos_path(out: Path, level: str, seed: int) -> Path:
+    """Where the demonstrations of ``level`` and ``seed`` live under ``out``."""
     return out / "demos" / f"{level}_seed{seed}.npz"
 
 
@@ -98,6 +99,7 @@ def collect(
 
 
 def train_on(cfg: StudyConfig, domain, demos: demo_io.Demos, seed: int):
+    """A learner trained on ``demos``: the domain's own (peg: the GRU student) or the history BC."""
     if hasattr(domain, "train"):  # the domain's own learner (peg: the continuous GRU student)
         return domain.train(demos, seed)
     feats = [domain.features(obs) for obs, _ in demos.episodes()]
@@ -107,6 +109,8 @@ def train_on(cfg: StudyConfig, domain, demos: demo_io.Demos, seed: int):
 
 
 def evaluate_cell(cfg: StudyConfig, domain, policy, train_tasks: list[int], seed: int) -> dict:
+    """One cell's results: ``train_success``, ``heldout_success``, ``heldout_steps`` (all and successful only), the
+    per-episode outcomes and, for peg, ``heldout_peak_force`` [N]."""
     n = max(cfg.train_eval_episodes, len(train_tasks))
     cycled = [train_tasks[i % len(train_tasks)] for i in range(n)]
     tr = domain.evaluate(policy, cycled, seed=seed * 7 + 1)
@@ -364,6 +368,7 @@ def _fmt_ci(p: float, ci) -> str:
 
 
 def write_report(result: dict, out: Path) -> Path:
+    """Write ``report.md`` (and its figures) from the study's results into ``out``; returns its path."""
     cfg, summ = result["config"], result["summary"]
     ms = cfg["m_values"]
     table = {(c["level"], c["m"]): c for c in summ["table"]}

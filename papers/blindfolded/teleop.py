@@ -91,9 +91,11 @@ class Region:
         return cls((cx / 1000, cy / 1000), h / 1000)
 
     def contains(self, offset: np.ndarray) -> bool:
+        """Whether the hole offset (x, y, ...) [m] lies in the region."""
         return bool((np.abs(np.asarray(offset[:2]) - self.center) <= self.half_width + 1e-9).all())
 
     def describe(self) -> str:
+        """The region in words for the demonstrator (mm)."""
         return (
             f"hole within ±{self.half_width * 1000:.1f} mm of x {self.center[0] * 1000:+.1f}, "
             f"y {self.center[1] * 1000:+.1f} mm from the nominal hole"
@@ -144,6 +146,8 @@ class TeleopTask(core.TeleopRunner):
 
 
 def teleop_features(obs_size: int = 33, n_joints: int = 7) -> dict:
+    """The dataset features of a teleop recording: the policy observation as ``observation.state``, the move as
+    ``action``, ``next.done``, and the robot state and sent command as ``embody.*`` columns."""
     from embody.datasets.format import feature
 
     j = [f"joint{i}" for i in range(n_joints)]

@@ -23,6 +23,8 @@ from embody.files import write_atomic
 
 
 def common_arguments(p: argparse.ArgumentParser, models: bool = False) -> None:
+    """``--scale``, ``--out``, ``--seed``, ``--set`` (and ``--models`` DIR when ``models``) of every ``embody mpa``
+    command."""
     p.add_argument(
         "--scale",
         choices=("tiny", "paper"),
@@ -37,6 +39,7 @@ def common_arguments(p: argparse.ArgumentParser, models: bool = False) -> None:
 
 
 def eval_arguments(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``embody mpa eval``: the common ones, ``--seeds`` and ``--workers``."""
     common_arguments(p, models=True)
     p.add_argument(
         "--seeds",
@@ -49,14 +52,17 @@ def eval_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def diagnose_arguments(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``embody mpa diagnose``: the common ones."""
     common_arguments(p, models=True)
 
 
 def merge_arguments(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``embody mpa merge``: ``--from`` seed-job folders, ``--out``."""
     add_merge_arguments(p, "an `eval --seeds` output folder", "runs/mpa")
 
 
 def run_merge(args) -> int:
+    """``embody mpa merge``: pool seed jobs run in several folders; CommandError for folders that do not combine."""
     from .study import merge
 
     try:
@@ -84,6 +90,7 @@ def _models(args) -> Path | None:
 
 
 def run_train(args) -> int:
+    """``embody mpa train``: every model into OUT/models."""
     from .study import make_config
     from .train import train_all
 
@@ -95,6 +102,8 @@ def run_train(args) -> int:
 
 
 def run_diagnose(args) -> int:
+    """``embody mpa diagnose``: how well the Q model picks among held-out counterfactual plans, into
+    OUT/diagnose.json."""
     from .diagnose import q_pick
     from .study import make_config
     from .train import has_models, load_models
@@ -111,6 +120,7 @@ def run_diagnose(args) -> int:
 
 
 def run_eval(args) -> int:
+    """``embody mpa eval``: evaluate every agent, one seed in OUT or ``--seeds`` resumable seed jobs pooled in OUT."""
     from .study import evaluate_seed, make_config, run_seeds
 
     models, out = _models(args), Path(args.out)

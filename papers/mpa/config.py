@@ -71,6 +71,8 @@ class AgentConfig:
 
 @dataclass
 class EvalConfig:
+    """Closed-loop evaluation: episodes per scenario and agent, the data-fraction and K sweeps, bootstrap resamples."""
+
     episodes: int = 3  # per scenario and agent; seeds seed_base, seed_base + 1, ...
     seed_base: int = 1000  # evaluation traffic seeds, disjoint from training seeds
     max_steps: int = 50  # per episode (0: the scenario's duration)
@@ -82,6 +84,8 @@ class EvalConfig:
 
 @dataclass
 class MPAConfig:
+    """The whole MPA pipeline: data, base BC, diffusion adapter, Q model, agents and evaluation."""
+
     scale: str = "tiny"
     seed: int = 0
     data: DataConfig = field(default_factory=DataConfig)

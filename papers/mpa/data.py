@@ -211,6 +211,7 @@ class CounterfactualData:
             self.source = np.zeros(len(self.obs), dtype=np.int8)
 
     def where(self, mask: np.ndarray) -> CounterfactualData:
+        """The branch points where ``mask`` (S,) is true."""
         return CounterfactualData(
             self.obs[mask], self.base_plan[mask], self.plans[mask], self.returns[mask], self.source[mask]
         )
@@ -224,6 +225,7 @@ class CounterfactualData:
         return self.where(keep)
 
     def concat(self, other: CounterfactualData) -> CounterfactualData:
+        """Both sets' branch points, this one's first (same M and H)."""
         return CounterfactualData(
             *(
                 np.concatenate([a, b])
@@ -238,12 +240,14 @@ class CounterfactualData:
         )
 
     def save(self, path) -> None:
+        """Write the arrays to a compressed ``.npz`` at ``path``."""
         np.savez_compressed(
             path, obs=self.obs, base_plan=self.base_plan, plans=self.plans, returns=self.returns, source=self.source
         )
 
     @classmethod
     def load(cls, path) -> CounterfactualData:
+        """Read what ``save`` wrote (``source`` None in files without it)."""
         with np.load(path) as z:
             return cls(z["obs"], z["base_plan"], z["plans"], z["returns"], z["source"] if "source" in z else None)
 

@@ -2,6 +2,7 @@
 
 
 def register(api) -> None:
+    """Add the ``embody mpa`` commands and the study to the CLI."""
     from . import cli
 
     api.command("mpa", "MPA: model-based policy adaptation for end-to-end driving (papers/mpa)")

@@ -37,6 +37,9 @@ AGENTS = ("base", "base+adapter", "base+adapter+Q")
 
 @dataclass
 class Models:
+    """The trained models an agent uses: base BC, and the diffusion adapter and Q model (None for agents without
+    them)."""
+
     bc: TrajectoryMLP
     adapter: DiffusionModel | None = None
     q: QModel | None = None
@@ -59,6 +62,7 @@ class MPAAgent:
         self.hold = 0  # control steps left before replanning
 
     def reset(self) -> None:
+        """Start an episode: restart the sampling noise and forget the current trajectory."""
         self.generator = torch.Generator().manual_seed(self.seed)
         self.trajectory, self.hold = None, 0
 
@@ -87,6 +91,8 @@ class MPAAgent:
         return cands[best] if q[best] > margin else base
 
     def act(self, obs: Observation) -> np.ndarray:
+        """The continuous action (2,): follow the current plan's trajectory, replanning every ``replan_every`` steps
+        (every step for the base agent or when the base plan was kept)."""
         if self.trajectory is None or self.hold <= 0:
             plan = self.plan(obs)
             self.trajectory = plan_trajectory(plan, ego_state(obs), obs.t, self.dt)

@@ -23,6 +23,7 @@ from .config import MPAConfig, for_scale
 
 
 def make_config(scale: str, seed: int, overrides: list[str]) -> MPAConfig:
+    """The MPAConfig of ``scale`` and ``seed`` with ``--set`` ``overrides`` applied."""
     return apply_overrides(for_scale(scale, seed), texts=overrides)
 
 
@@ -82,6 +83,8 @@ def run_seeds(
     command: str,
     log: Callable[[str], None],
 ) -> dict:
+    """Evaluate ``seeds`` as resumable jobs in ``out/seed<S>`` (``workers`` processes), then pool them
+    (``write_pooled``)."""
     fingerprint = {"scale": scale, "set": sorted(overrides), "models": str(models) if models else None}
     store = JobStore(out, fingerprint)
     jobs = [Job(f"seed{s}", {"seed": s}) for s in seeds]
@@ -100,6 +103,7 @@ def merge(sources: list[Path], out: Path, log: Callable[[str], None]) -> dict:
 
 
 def write_pooled(results: list[dict], out: Path, command: str, log: Callable[[str], None]) -> dict:
+    """Pool per-seed results into ``out/results.json`` and the report; returns the pooled results."""
     from .evaluate import pool_evaluations
     from .report import write_report
 

@@ -54,6 +54,7 @@ def train_adapter_q(cf: CounterfactualData, cfg: MPAConfig):
 
 
 def train_adapter(cf: CounterfactualData, cfg: MPAConfig):
+    """The diffusion adapter trained on the top-``adapter_top_k`` counterfactual plans of each branch point."""
     return train_diffusion(*adapter_targets(cf, cfg.agent.adapter_top_k), cfg.adapter)
 
 
@@ -67,6 +68,7 @@ def adapter_proposer(adapter, cfg: MPAConfig, seed: int):
 def branch(
     cfg: MPAConfig, base: MPAAgent, seeds: list[int], label: str, propose=None, driver=None
 ) -> CounterfactualData:
+    """Counterfactual data from ``base``'s rollouts on ``seeds``, with a progress bar labelled ``label``."""
     d = cfg.data
     bar = Progress(len(seeds) * (d.branch_max_steps // d.branch_every + 1), label=label, unit="points")
     cf = counterfactual_data(d, base, seeds, bar, propose, driver)
@@ -174,6 +176,7 @@ def train_all(cfg: MPAConfig, out: Path, log=print) -> Models:
 
 
 def has_models(directory: Path) -> bool:
+    """Whether ``directory/models`` holds every trained model and the counterfactual data."""
     m = Path(directory) / "models"
     return (
         all((m / name / "checkpoint.json").exists() for name in ("bc", "adapter", "q"))
@@ -182,6 +185,7 @@ def has_models(directory: Path) -> bool:
 
 
 def load_models(directory: Path) -> tuple[Models, CounterfactualData]:
+    """The trained models and counterfactual data under ``directory/models``."""
     m = Path(directory) / "models"
     return (
         Models(load_trajectory_bc(m / "bc"), load_diffusion(m / "adapter"), load_q(m / "q")),

@@ -12,6 +12,8 @@ from embody.commands import add_set, any_int, fraction, nonneg_int, positive_int
 
 
 def eval_arguments(q: argparse.ArgumentParser) -> None:
+    """Arguments of ``embody plan eval``: scale, output folder, demonstration backend, task count, noise and
+    embedder."""
     q.add_argument("--scale", default="tiny", choices=("tiny", "paper"))
     q.add_argument("--out", default="runs/plan-eval")
     q.add_argument(
@@ -27,6 +29,7 @@ def eval_arguments(q: argparse.ArgumentParser) -> None:
 
 
 def run_eval(args) -> int:
+    """``embody plan eval``: the UniDomain study into ``--out``."""
     from embody.config import apply_overrides
 
     from .study import StudyConfig, run_study

@@ -57,6 +57,7 @@ Demo = tuple[dict[str, str], frozenset[Atom], list[tuple[str, ...]]]  # objects,
 
 
 def A(*s: str) -> Atom:
+    """An atom from its predicate and arguments: ``A("on", "a", "b")``."""
     return Atom(s[0], tuple(s[1:]))
 
 
@@ -121,6 +122,8 @@ def _peg_demo(rng: random.Random, i: int) -> Demo:
 
 @dataclass(frozen=True)
 class Family:
+    """A family of demonstrations in one vocabulary; ``make`` records demonstration ``i`` with ``rng``."""
+
     name: str
     vocab: str
     description: str  # what a person would say the demonstrations show (used for retrieval)
@@ -160,6 +163,8 @@ class SymbolicScene:
         return self._facts
 
     def run(self, action: str, args: tuple[str, ...]):
+        """Apply the reference operator ``action`` to ``args``; fails, leaving the facts as they are, if a precondition
+        does not hold."""
         op = self.domain.operator(action)
         b = {v: a for (v, _), a in zip(op.params, args)}
 
@@ -173,6 +178,7 @@ class SymbolicScene:
 
 
 def rename(atoms: frozenset[Atom], vocab: dict[str, str]) -> frozenset[Atom]:
+    """``atoms`` with their predicates renamed by ``vocab`` (unlisted ones kept)."""
     return frozenset(Atom(vocab.get(a.predicate, a.predicate), a.args) for a in atoms)
 
 

@@ -2,6 +2,7 @@
 
 
 def register(api) -> None:
+    """Add ``embody plan eval`` and the study to the CLI."""
     from .cli import eval_arguments, run_eval
 
     api.command(

@@ -19,6 +19,7 @@ def _fmt(x, spec=".2f") -> str:
 
 
 def write_report(result: dict, out: Path) -> Path:
+    """Write ``report.md`` (and its figures) from the study's results into ``out``; returns its path."""
     cfg, s, lr = result["config"], result["summary"], result["learning"]
     lines = [
         "# UniDomain on the tabletop scene",

@@ -37,6 +37,8 @@ VARIANTS = ("meta", "single", "union", "unified")
 
 @dataclass(frozen=True)
 class StudyConfig:
+    """The UniDomain study: learn a domain per demonstration family, fuse them, plan ``tasks`` held-out tasks."""
+
     scale: str = "tiny"
     demos_per_family: int = 2
     tasks: int = 21
@@ -53,6 +55,8 @@ class StudyConfig:
 
     @classmethod
     def for_scale(cls, scale: str, **kw) -> StudyConfig:
+        """The ``tiny`` or ``paper`` configuration, keyword arguments that are not None overriding it; ValueError for
+        another scale."""
         if scale not in ("tiny", "paper"):
             raise ValueError(f"unknown scale {scale!r}; valid: tiny, paper")
         base = (
@@ -76,6 +80,8 @@ def _scene(backend: str):
 
 
 def learn_library(cfg: StudyConfig, out: Path) -> tuple[Library, dict]:
+    """Record each family's demonstrations (traces into ``out/traces``), learn its domain and build the library
+    (saved in ``out/library``); returns it and ``{"traces", "failures"}``."""
     scene = _scene(cfg.backend)
     domains, descs, issues, failures, traces_all = [], {}, {}, [], {}
     for fam in FAMILIES:
@@ -198,6 +204,8 @@ def _meta(library: Library, task, cfg: StudyConfig):
 
 
 def evaluate_tasks(library: Library, cfg: StudyConfig) -> list[dict]:
+    """Plan each held-out task with every variant (``meta``, ``single``, ``union``, ``unified``); one row per task with
+    the optimal plan from the reference domain."""
     ref = read_domain(REFERENCE)
     union, unified = library.union_domain(), library.fusion
     tasks = held_out_tasks(cfg.tasks, cfg.seed)
@@ -240,6 +248,8 @@ def min_families(skills: set[str], library: Library) -> list[str]:
 
 
 def summarize(rows: list[dict]) -> dict:
+    """Per variant: ``success`` rate, ``solved``, ``tasks``, ``length_ratio`` to optimal, ``optimal_plans``,
+    ``mean_time_s``."""
     out = {}
     for v in VARIANTS:
         ok = [r for r in rows if r[v]["ok"]]
@@ -255,6 +265,7 @@ def summarize(rows: list[dict]) -> dict:
 
 
 def run_study(cfg: StudyConfig, out: str | Path) -> dict:
+    """The whole study: learn, evaluate, write ``results.json`` and the report into ``out``; returns the results."""
     out = Path(out)
     (out / "traces").mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

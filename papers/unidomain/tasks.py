@@ -18,6 +18,8 @@ from .demos import A, _table
 
 @dataclass(frozen=True)
 class Task:
+    """A held-out planning task: an ``instruction`` in words, its ``problem`` and the ``template`` it came from."""
+
     name: str
     instruction: str
     problem: Problem
