@@ -36,6 +36,7 @@ CAPABILITIES = {
     "physics_params": "per-env friction, added base mass and link mass scale (domain randomization)",
     "push": "velocity kicks to the floating base",
     "fixture_pose": "per-env pose of a fixed scene body (the peg board)",
+    "applied_wrench": "an external force and torque on a named body, held at every physics step until changed",
 }
 
 
@@ -171,3 +172,8 @@ class Randomizable(Protocol):
         """Capability ``fixture_pose``: move the fixed scene body ``body`` of envs ``env_ids``
         to ``pos`` (k, 3) [m, world frame], ``quat`` (k, 4) w,x,y,z (normalised here); a body that is
         not a static child of the world raises ValueError."""
+
+    def apply_wrench(self, env_ids: np.ndarray, body: str, force: np.ndarray, torque: np.ndarray) -> None:
+        """Capability ``applied_wrench``: apply ``force`` (k, 3) [N] at the centre of mass of the body ``body`` and
+        ``torque`` (k, 3) [N m], both in the world frame, to envs ``env_ids`` (k,) at every physics step until the
+        next call for that body and env (resets keep it; zeros remove it); an unknown body raises ValueError."""

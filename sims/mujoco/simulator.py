@@ -7,6 +7,10 @@ actuators at every physics step. No Python loop runs over envs on the step path.
 Every control step starts from the state row alone (the solver's warm start is not carried
 between rollouts), so a get_state row set into any env replays bit for bit: ``exact_state``.
 
+An applied body wrench (capability ``applied_wrench``, ``apply_wrench``) rides in the same rollout as
+MuJoCo's xfrc_applied, appended to the controls (control_spec mjSTATE_CTRL | mjSTATE_XFRC_APPLIED);
+until a wrench is first set the step passes the controls alone, as fast as without the capability.
+
 Sensor values (IMU, torques, contacts) come from the engine's sensors, which MuJoCo
 evaluates at the start of each physics step: they lag the state by one physics step
 (2 ms for the H1-2), like a real sensor bus.
@@ -61,6 +65,7 @@ class MujocoSimulator:
             "physics_params",
             "push",
             "fixture_pose",
+            "applied_wrench",
         }
     )
 
@@ -83,7 +88,8 @@ class MujocoSimulator:
         self._qadr, self._vadr = joint_addresses(self.model, robot)
         self._off = state_offsets(self.model)
         self._act = robot.actuated
-        self._ctrl = np.zeros((n, dec, self.model.nu))
+        self._nu = self.model.nu
+        self._ctrl = np.zeros((n, dec, self._nu))  # controls, then xfrc_applied once a wrench is set
         self._traj = np.zeros((n, dec, ns))
         self._traj_sensors = np.zeros((n, dec, self.model.nsensordata))
         self._base_qpos, self._base_qvel = self._free_joint_adr()
@@ -189,12 +195,29 @@ class MujocoSimulator:
         v = self._off["qvel"] + self._base_qvel
         self._state[np.asarray(env_ids, dtype=np.int64), v : v + 3] += lin_vel  # MuJoCo: world frame
 
+    def apply_wrench(self, env_ids: np.ndarray, body: str, force: np.ndarray, torque: np.ndarray) -> None:
+        """Capability ``applied_wrench``: apply ``force`` (k, 3) [N] at the centre of mass of ``body`` and ``torque``
+        (k, 3) [N m], both in the world frame (MuJoCo's xfrc_applied), to envs ``env_ids`` (k,) at every physics step
+        until changed (resets keep it; zeros remove it); an unknown body raises ValueError."""
+        mj, m = self._mj, self.model
+        b = mj.mj_name2id(m, mj.mjtObj.mjOBJ_BODY, body)
+        if b <= 0:
+            names = [mj.mj_id2name(m, mj.mjtObj.mjOBJ_BODY, i) for i in range(1, m.nbody)]
+            raise ValueError(f"no body {body!r} to apply a wrench to; bodies: {names}")
+        if self._ctrl.shape[2] == self._nu:  # the first wrench: widen the controls by xfrc_applied (nbody x 6)
+            self._ctrl = np.concatenate([self._ctrl, np.zeros((*self._ctrl.shape[:2], 6 * m.nbody))], axis=2)
+            self._ctrl_spec |= mj.mjtState.mjSTATE_XFRC_APPLIED.value
+        col = self._nu + 6 * b
+        ids = np.asarray(env_ids, dtype=np.int64)
+        self._ctrl[ids, :, col : col + 3] = np.asarray(force, dtype=np.float64)[:, None]
+        self._ctrl[ids, :, col + 3 : col + 6] = np.asarray(torque, dtype=np.float64)[:, None]
+
     # -- stepping ------------------------------------------------------------------------
     def step(self, command: np.ndarray) -> None:
         """One rollout of ``decimation`` physics steps over all envs; envs that went non-finite are reset and flagged in
         ``diverged``."""
         command, bad_cmd = checked_command(command, self.n_envs, len(self._act))
-        self._ctrl[:] = command[:, None, :]
+        self._ctrl[:, :, : self._nu] = command[:, None, :]
         t_before = self._state[:, self._off["time"]].copy()
         self._pool.rollout(
             self._models,

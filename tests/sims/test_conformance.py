@@ -377,6 +377,25 @@ def test_push_adds_world_velocity_to_the_pushed_envs_only(sim_name):
 
 
 @pytest.mark.parametrize("sim_name", SIMS)
+def test_an_upward_wrench_equal_to_the_weight_holds_a_free_robot_up(sim_name):
+    sim = build(sim_name, n=2)
+    needs(sim, "applied_wrench")
+    spec = sim.robot
+    sim.reset(np.arange(2), airborne(spec, 2))
+    from embody.sims.mujoco.model import build_model  # the reference model's mass
+
+    mass = float(build_model(spec, SimConfig())[0].body_subtreemass[0])
+    sim.apply_wrench(np.array([1]), spec.base_body, np.array([[0.0, 0.0, mass * G]]), np.zeros((1, 3)))
+    z0 = sim.state().privileged.base_pos[:, 2].copy()
+    for _ in range(10):  # 0.2 s
+        sim.step(np.tile(spec.default_pose, (2, 1)))
+    dz = sim.state().privileged.base_pos[:, 2] - z0
+    assert abs(dz[0] + 0.5 * G * 0.2**2) < FREE_FALL_TOL  # without it: free fall
+    assert abs(dz[1]) < FREE_FALL_TOL  # with it: the centre of mass stays (the joints hold the pose)
+    sim.close()
+
+
+@pytest.mark.parametrize("sim_name", SIMS)
 def test_added_mass_and_mass_scale_change_the_weight_on_the_feet(sim_name):
     from embody.sims import PhysicsParams
 

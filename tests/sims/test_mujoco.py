@@ -98,3 +98,41 @@ def test_a_task_the_simulator_cannot_serve_names_the_capability(monkeypatch):
     monkeypatch.setattr(MujocoSimulator, "capabilities", frozenset({"pd"}))
     with pytest.raises(UnsupportedTask, match="cannot serve task 'cartpole-swingup': it lacks torque"):
         make_env("cartpole-swingup")
+
+
+def test_applied_wrench_matches_mj_step_with_xfrc_applied():
+    import mujoco
+
+    robot = get_robot("h1_2")
+    sim = make_sim("mujoco", robot, SimConfig(n_envs=2, decimation=4, control="torque"))
+    init = InitState(np.tile(robot.default_pose, (2, 1)), np.zeros((2, robot.n_joints)))
+    sim.reset(np.arange(2), init)
+    force, torque = np.array([[30.0, -20.0, 400.0]]), np.array([[1.0, 5.0, -3.0]])
+    sim.apply_wrench(np.array([1]), "torso_link", force, torque)
+    tau = np.zeros((2, len(robot.actuated)))
+    tau[:, 3] = 10.0
+    for _ in range(3):
+        sim.step(tau)
+    m, d = sim.model, mujoco.MjData(sim.model)
+    runs = {}
+    for env, wrench in ((0, np.zeros(6)), (1, np.concatenate([force[0], torque[0]]))):
+        mujoco.mj_setState(m, d, np.tile(sim._default_row, 1), sim._spec)  # the reset state
+        d.time = 0.0
+        d.xfrc_applied[:] = 0.0
+        d.xfrc_applied[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "torso_link")] = wrench
+        for _ in range(12):
+            d.ctrl[:] = tau[env]
+            mujoco.mj_step(m, d)
+        runs[env] = d.qpos.copy()
+    s = sim.get_state()
+    qpos = s[:, sim._off["qpos"] : sim._off["qpos"] + m.nq]
+    np.testing.assert_allclose(qpos[0], runs[0], atol=1e-9)
+    np.testing.assert_allclose(qpos[1], runs[1], atol=1e-9)
+    assert np.abs(runs[1] - runs[0]).max() > 1e-4  # the wrench moved env 1
+    sim.apply_wrench(np.array([1]), "torso_link", np.zeros((1, 3)), np.zeros((1, 3)))  # zeros remove it
+    sim.set_state(s[[0, 0]])
+    sim.step(tau)
+    np.testing.assert_array_equal(sim.get_state()[0], sim.get_state()[1])
+    with pytest.raises(ValueError, match="no body 'nope'"):
+        sim.apply_wrench(np.array([0]), "nope", np.zeros((1, 3)), np.zeros((1, 3)))
+    sim.close()
