@@ -12,13 +12,13 @@ every step. A client written for the robot drives it unchanged.
 - ``peg_arm``: the Panda with its peg above the board, on embody's arm topics (hardware/arms/sim.py),
   with the wrist F/T sensor and the end-effector pose.
 
-Physics: the peg arm runs in embody's MuJoCo adapter (``embody.sims`` "mujoco", one env, torque
-control, one 2 ms physics step per ``step``): its reset, stepping and RobotState are the
-adapter's; robot-sim adds the motor drivers' PD, the brakes (gravity-compensated, from the
-adapter's model) and the sensors the adapter has no model of (motor temperature). The H1-2's band
-is a wrench on the torso at every physics step, an input the adapter lacks (it takes joint
-controls only), so the H1-2 still steps its own ``mujoco.MjData`` of the adapter's model
-(``BandPhysics``) until the adapter accepts an applied body wrench.
+Physics: both robots run in embody's MuJoCo adapter (``embody.sims`` "mujoco", one env, torque
+control, one 2 ms physics step per ``step``): their reset, stepping and RobotState are the
+adapter's; robot-sim adds the motor drivers' PD, the peg arm's brakes (gravity-compensated, from
+the adapter's model) and the sensors the adapter has no model of (motor temperature). The H1-2's
+band is a spring-damper wrench on the torso, computed from the adapter's state before every
+physics step and applied through the adapter's ``apply_wrench`` (capability ``applied_wrench``,
+MuJoCo's xfrc_applied) while the band is on (``BandPhysics``).
 
 On loopback robot-sim also meets clients configured as the vendor's SDK configures itself
 (multicast on "lo", no peers): see hardware/dds.py.
@@ -249,74 +249,67 @@ class Band:
         return force, -self.angular_damping * ang_vel
 
 
-class BandPhysics:
-    """The H1-2 on its own ``mujoco.MjData`` (the adapter's model builder), with the band's wrench on the
-    torso at every physics step: the one input robot-sim needs that the adapter lacks. Reset and state
-    mirror AdapterPhysics."""
+class BandPhysics(AdapterPhysics):
+    """The H1-2 in the adapter (AdapterPhysics), with the band's wrench on the torso at every physics step while it
+    is on: computed from the adapter's state before each step and passed through its ``apply_wrench``."""
 
     def __init__(self, robot: RobotSpec, physics_dt: float, band: Band):
         import mujoco
 
-        from embody.sims.base import SimConfig
-        from embody.sims.mujoco.model import build_model, joint_addresses
-
-        self._mj, self.robot, self.band, self.on = mujoco, robot, band, False
-        self.model, self.layout = build_model(robot, SimConfig(control="torque", physics_dt=physics_dt))
-        self.data = mujoco.MjData(self.model)
-        self.dt = float(self.model.opt.timestep)
-        self._qadr, self._vadr = joint_addresses(self.model, robot)
+        super().__init__(robot, physics_dt)
+        if "applied_wrench" not in self.sim.capabilities:
+            raise HardwareError(f"the {self.sim.name} adapter cannot apply the band's wrench")
+        self._mj, self.band, self.on, self._applied = mujoco, band, False, False
         self._torso = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, "torso_link")
+        self._kin = mujoco.MjData(self.model)  # the torso's pose and velocity from the adapter's state row
+        self._row_spec = mujoco.mjtState.mjSTATE_FULLPHYSICS.value  # the MuJoCo adapter's get_state layout
+        self._env0 = np.array([0])
         self.reset()
         # at the default pose, raised by rest_clearance, the band carries the robot's whole weight
+        self._kinematics(velocity=False)
         self._anchor = self._attach_point() + np.array([0.0, 0.0, band.rest_clearance + band.anchor_height])
         self._stiffness = float(self.model.body_subtreemass[0]) * 9.81 / band.anchor_height
 
-    def reset(self) -> None:
-        """Default pose at the default base position, at rest (the band as it is)."""
-        d = self.data
-        self._mj.mj_resetData(self.model, d)
-        d.qpos[self._qadr] = self.robot.default_pose
-        d.qpos[:3] = self.robot.default_base_pos
-        self._mj.mj_forward(self.model, d)
-
     def step(self, tau: np.ndarray) -> None:
         """One physics step with joint torques ``tau`` (actuated,) plus the band's torso wrench when it is on."""
-        self.data.ctrl[:] = tau
-        self._band_wrench()
-        self._mj.mj_step(self.model, self.data)
+        if self.on:
+            force, torque = self._band_wrench()
+            self.sim.apply_wrench(self._env0, "torso_link", force[None], torque[None])
+            self._applied = True
+        elif self._applied:  # released: remove the wrench once
+            self.sim.apply_wrench(self._env0, "torso_link", np.zeros((1, 3)), np.zeros((1, 3)))
+            self._applied = False
+        super().step(tau)
 
-    def state(self) -> RobotState:
-        """The robot's state (n = 1) from MuJoCo's sensors; joint torques are the applied ``tau``."""
-        d, L = self.data, self.layout
-        torque = np.zeros(self.robot.n_joints)
-        torque[self.robot.actuated] = d.ctrl
-        pick = lambda sl: None if sl is None else d.sensordata[sl][None].copy()  # noqa: E731
-        return RobotState(
-            joint_pos=d.qpos[self._qadr][None].copy(),
-            joint_vel=d.qvel[self._vadr][None].copy(),
-            joint_torque=torque[None],
-            time=np.array([d.time]),
-            imu_quat=pick(L.imu_quat),
-            imu_gyro=pick(L.imu_gyro),
-            imu_accel=pick(L.imu_accel),
-        )
+    def _kinematics(self, velocity: bool = True) -> None:
+        """Body poses (and, with ``velocity``, velocities) of the adapter's current state in ``self._kin``."""
+        mj, m, d = self._mj, self.model, self._kin
+        mj.mj_setState(m, d, self.sim.get_state()[0], self._row_spec)
+        mj.mj_kinematics(m, d)
+        if velocity:
+            mj.mj_comPos(m, d)
+            mj.mj_comVel(m, d)
 
     def _attach_point(self) -> np.ndarray:
-        d, b = self.data, self._torso
+        d, b = self._kin, self._torso
         return d.xpos[b] + d.xmat[b].reshape(3, 3) @ np.array([0, 0, self.band.attach_offset])
 
-    def _band_wrench(self) -> None:
-        d, b = self.data, self._torso
-        d.xfrc_applied[b] = 0.0
-        if not self.on:
-            return
+    def _band_wrench(self) -> tuple[np.ndarray, np.ndarray]:
+        """The band's force (3,) and torque (3,) at the torso's centre of mass, world frame (xfrc_applied)."""
+        self._kinematics()
+        d, b = self._kin, self._torso
         attach = self._attach_point()
         vel = np.zeros(6)
-        self._mj.mj_objectVelocity(self.model, d, self._mj.mjtObj.mjOBJ_BODY, b, vel, 0)  # world frame [ang, lin]
-        ang, lin = vel[:3], vel[3:] + np.cross(vel[:3], attach - d.xipos[b])
+        self._mj.mj_objectVelocity(self.model, d, self._mj.mjtObj.mjOBJ_BODY, b, vel, 0)  # at the COM: [ang, lin]
+        arm = attach - d.xipos[b]
+        ang, lin = vel[:3], vel[3:] + _cross(vel[:3], arm)
         force, torque = self.band.wrench(attach, lin, ang, self._anchor, self._stiffness)
-        d.xfrc_applied[b, :3] = force
-        d.xfrc_applied[b, 3:] = torque + np.cross(attach - d.xipos[b], force)  # xfrc acts at the COM
+        return force, torque + _cross(arm, force)
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a × b of two 3-vectors (np.cross costs ~15x more on vectors this small, inside the 2 ms tick)."""
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
 
 
 class H1_2Server(SimServer):

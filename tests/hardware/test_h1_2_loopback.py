@@ -210,3 +210,23 @@ def test_unknown_interface_is_named():
 def test_robot_sim_refuses_an_unknown_robot():
     out = subprocess.run([sys.executable, "-m", "embody.cli", "robot-sim", "g1"], capture_output=True, text=True)
     assert out.returncode == 2 and "unknown robot 'g1'" in out.stderr
+
+
+def test_the_band_holds_the_passive_robot_up_and_releasing_it_drops_it():
+    """In process (no DDS): the band's wrench goes through the MuJoCo adapter's apply_wrench."""
+    from embody.hardware.robot_sim import H1_2Server
+
+    server = H1_2Server(band=True)  # motors disabled: a passive robot
+
+    def pelvis_height():
+        return server.physics.sim.state().privileged.base_pos[0, 2]
+
+    start = pelvis_height()
+    for _ in range(1000):  # 2 s on the band
+        server.step()
+    assert abs(pelvis_height() - start) < 0.05  # hangs near where it started
+    server.band_on = False
+    for _ in range(500):  # 1 s released
+        server.step()
+    assert pelvis_height() < start - 0.3  # collapsed
+    assert "applied_wrench" in server.physics.sim.capabilities
