@@ -62,6 +62,8 @@ class FakeRobot:
         arm = robot.sensors.imu_site is None
         config = config or SupervisorConfig(ramp_s=0.3, max_tilt_rad=None if arm else 1.0)
         self.supervisor = SafetySupervisor(robot, config)
+        if fault and at is Phase.HOLD:
+            self._hold_until_the_fault_lands()
         self.state, self.injected_in = resting_state(robot), None
         self._lock = threading.Condition()
         self._request = self._sent = None
@@ -120,6 +122,19 @@ class FakeRobot:
                 self.stats["commands"] += 1
                 self._lock.notify_all()
             time.sleep(self.period)
+
+    def _hold_until_the_fault_lands(self) -> None:
+        """A session may leave HOLD at once (replay holds 0 s), before the writer thread has seen HOLD:
+        its start_policy waits (at most 1 s) until the fault injected in HOLD has damped the robot."""
+        start_policy = self.supervisor.start_policy
+
+        def start_policy_after_the_fault() -> None:
+            deadline = time.monotonic() + 1.0
+            while self.supervisor.phase is Phase.HOLD and time.monotonic() < deadline:
+                time.sleep(self.period)
+            start_policy()
+
+        self.supervisor.start_policy = start_policy_after_the_fault
 
     def _inject(self) -> None:
         self.injected_in = self.at
