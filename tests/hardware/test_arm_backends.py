@@ -14,9 +14,10 @@ from contextlib import contextmanager
 
 import numpy as np
 import pytest
+from arm_helpers import TIMEOUT, cache_in_tmp, needs_franka, needs_ur  # noqa: F401 - cache_in_tmp: autouse fixture
 
 import embody.extras
-from embody.extras import MissingExtra, available
+from embody.extras import MissingExtra
 from embody.hardware.arms import FrankaArm, URArm, ur, ur5e_spec
 from embody.hardware.arms import franka as fr
 from embody.hardware.arms.poses import (
@@ -31,18 +32,6 @@ from embody.hardware.arms.timeouts import call_with_timeout, probe
 from embody.hardware.interface import CartesianCommand, JointCommand, RobotConnectionError
 from embody.hardware.supervisor import Phase, SafetySupervisor, SupervisorConfig
 from embody.robots import RobotState
-
-HAS_UR = available("rtde_receive") and available("rtde_control")
-HAS_FRANKA = available("pylibfranka")
-needs_ur = pytest.mark.skipif(not HAS_UR, reason="the 'ur' extra (ur-rtde) is not installed")
-needs_franka = pytest.mark.skipif(not HAS_FRANKA, reason="the 'franka' extra (pylibfranka) is not installed")
-TIMEOUT = 0.5  # s: every connect deadline in this file
-
-
-@pytest.fixture(autouse=True)
-def cache_in_tmp(tmp_path, monkeypatch):
-    monkeypatch.setenv("EMBODY_CACHE_DIR", str(tmp_path))  # FrankaArm's default spec writes a scene file
-
 
 # ---- loopback servers (real sockets) ---------------------------------------------------------
 

@@ -9,23 +9,11 @@ import time
 
 import numpy as np
 import pytest
+from arm_helpers import cache_in_tmp, needs_franka, needs_ur  # noqa: F401 - cache_in_tmp: autouse fixture
 
-from embody.extras import available
 from embody.hardware.arms import FrankaArm, URArm, ur
 from embody.hardware.arms import franka as fr
 from embody.hardware.interface import JointCommand, RobotConnectionError
-
-HAS_UR = available("rtde_receive") and available("rtde_control")
-HAS_FRANKA = available("pylibfranka")
-needs_ur = pytest.mark.skipif(not HAS_UR, reason="the 'ur' extra (ur-rtde) is not installed")
-needs_franka = pytest.mark.skipif(not HAS_FRANKA, reason="the 'franka' extra (pylibfranka) is not installed")
-TIMEOUT = 0.5  # s: every connect deadline in this file
-
-
-@pytest.fixture(autouse=True)
-def cache_in_tmp(tmp_path, monkeypatch):
-    monkeypatch.setenv("EMBODY_CACHE_DIR", str(tmp_path))  # FrankaArm's default spec writes a scene file
-
 
 # ---- (5) the real libraries against loopback servers -------------------------------------------
 #
