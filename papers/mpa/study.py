@@ -70,7 +70,7 @@ def _seed_job(
         f"{command} (seed {seed})",
         lambda s: None,
     )
-    return json.loads(json.dumps(result, default=float))
+    return result  # the job store keeps it as JSON
 
 
 def run_seeds(
