@@ -48,9 +48,7 @@ def setup_episode(env, ep: dict) -> None:
     ids, caps = np.array([0]), env.sim.capabilities
     if "embody.physics" in ep and "physics_params" in caps:
         friction, added, scale = ep["embody.physics"][0]
-        # a robot without a base body (cartpole) never had mass added: setting 0 kg would be refused
-        added = np.array([added]) if env.task.robot.base_body else None
-        env.sim.set_physics(ids, PhysicsParams(np.array([friction]), added, np.array([scale])))
+        env.sim.set_physics(ids, PhysicsParams(np.array([friction]), np.array([added]), np.array([scale])))
     for key in (k for k in ep if k.startswith("embody.fixture.")):
         if "fixture_pose" in caps:
             pose = ep[key][:1]
