@@ -6,7 +6,15 @@ evaluation seed) as the baseline. Bars by task:
 
 * return  — eval return ≥ frac × the task's maximum return (cartpole-swingup: 70 %);
 * length  — eval mean episode length ≥ ratio × the random policy's (H1-2 tasks: 5×);
-* success — eval success rate ≥ frac (arm-reach: 90 %).
+* success — eval success rate ≥ frac (arm-reach: 90 %);
+* tracking — eval linear-velocity error ≤ 0.25 m/s, yaw-rate error ≤ 0.3 rad/s and ≥ 95 % of
+  episodes without a fall (h1_2-velocity).
+
+Training speed is printed against the raw physics of the same env in the same run: the bare
+``mujoco.rollout`` over the same model, batch, threads and decimation, holding the default pose
+(so the learner's whole overhead — task code, policy, PPO update — shows as the ratio). Snapshots
+at ``--at`` minutes (default 10, 20, 30, within the budget) are evaluated too, so that a
+task's tracking error and survival show against wall-clock.
 """
 
 from __future__ import annotations
@@ -15,11 +23,14 @@ import argparse
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
+
+import numpy as np
 
 BARS = {
     "cartpole-swingup": ("return", 0.7),
-    "h1_2-velocity": ("length", 5.0),
+    "h1_2-velocity": ("tracking", (0.25, 0.3, 0.95)),
     "h1_2-stand": ("length", 5.0),
     "arm-reach": ("success", 0.9),
     "peg-insert": ("success", 0.5),
@@ -48,18 +59,25 @@ def run_seed(
     overrides: list[str],
     keep: Path | None,
     evaluate_only: bool = False,
+    snapshots_s: list[float] = (),
 ) -> dict:
     """Train (or, with ``evaluate_only``, re-evaluate the kept run) one seed within ``budget_s``. Returns
-    ``seed``, ``train_s``, ``env_steps``, ``steps_per_s``, ``eval`` (the evaluation summary), ``run``
-    (its folder when kept, else None) and ``metrics`` (every training row)."""
-    from embody.train import evaluate_run, resolve_config, train
+    ``seed``, ``train_s``, ``env_steps``, ``steps_per_s``, ``eval`` (the evaluation summary), ``snapshots``
+    ({minutes: evaluation summary} of the snapshots at ``snapshots_s``), ``run`` (its folder when kept,
+    else None) and ``metrics`` (every training row)."""
+    from embody.train import evaluate_run, resolve_config, snapshot_name, train
 
     cfg = resolve_config(task, overrides=overrides, seed=seed, steps=steps)
-    cfg.eval_episodes, cfg.max_time_s = EVAL_EPISODES, budget_s
+    cfg.eval_episodes, cfg.max_time_s, cfg.snapshots_s = EVAL_EPISODES, budget_s, list(snapshots_s)
     cfg.video = keep is not None
     with tempfile.TemporaryDirectory() as tmp:
         out = (keep / f"seed{seed}") if keep else Path(tmp) / "run"
         summary = evaluate_run(out, EVAL_EPISODES) if evaluate_only else train(cfg, out)
+        snapshots = {
+            f"{t / 60:g}": evaluate_run(out, EVAL_EPISODES, checkpoint=snapshot_name(t))
+            for t in snapshots_s
+            if (out / snapshot_name(t)).is_dir()
+        }
         rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     return {
         "seed": seed,
@@ -67,9 +85,41 @@ def run_seed(
         "env_steps": rows[-1]["env_steps"],
         "steps_per_s": rows[-1]["steps_per_s"],
         "eval": summary,
+        "snapshots": snapshots,
         "run": str(out) if keep else None,
         "metrics": rows,
     }
+
+
+def raw_physics_rate(task: str, overrides: list[str], seconds: float = 3.0) -> float | None:
+    """env-steps/s of the bare ``mujoco.rollout`` on the training env's model, batch, threads and decimation,
+    holding the default pose from the env's reset state; None for other simulators."""
+    import mujoco
+    from mujoco import rollout
+
+    from embody.train import build_env, resolve_config
+
+    env = build_env(resolve_config(task, overrides=overrides))
+    sim = env.sim
+    if sim.name != "mujoco":
+        env.close()
+        return None
+    env.reset()
+    n, dec, threads = sim.n_envs, sim.config.decimation, min(sim.config.n_threads or os.cpu_count() or 1, sim.n_envs)
+    pool = rollout.Rollout(nthread=0 if threads <= 1 else threads)
+    datas = [mujoco.MjData(sim.model) for _ in range(threads)]
+    state = sim.get_state()
+    ctrl = np.zeros((n, dec, sim.model.nu))
+    ctrl[:] = sim.robot.default_pose[sim.robot.actuated]
+    out = np.zeros((n, dec, state.shape[1]))
+    calls, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        pool.rollout([sim.model] * n, datas, state, ctrl, skip_checks=True, nstep=dec, state=out)
+        state[:] = out[:, -1]
+        calls += 1
+    rate = calls * n / (time.perf_counter() - start)
+    env.close()
+    return rate
 
 
 def time_to_bar(bar: tuple[str, float], rows: list[dict], baseline: dict) -> float | None:
@@ -79,7 +129,7 @@ def time_to_bar(bar: tuple[str, float], rows: list[dict], baseline: dict) -> flo
         key, level = "episode_return", value * (baseline.get("max_return") or float("inf"))
     elif kind == "length":
         key, level = "episode_length", value * baseline["length_mean"]
-    else:
+    else:  # success and tracking need an evaluation: see the snapshots
         return None
     return next((r["time_s"] for r in rows if (r.get(key) or 0) >= level), None)
 
@@ -110,7 +160,40 @@ def passes(bar: tuple[str, float], summary: dict, baseline: dict) -> bool:
         return summary["return_fraction_of_max"] >= value
     if kind == "length":
         return summary["length_mean"] >= value * baseline["length_mean"]
+    if kind == "tracking":
+        lin, yaw, survival = value
+        return (
+            summary["lin_vel_error"] <= lin
+            and summary["yaw_rate_error"] <= yaw
+            and summary["survival_rate"] >= survival
+        )
     return summary.get("success_rate", 0.0) >= value
+
+
+def print_speed(rows: list[dict], raw: float | None) -> None:
+    """Training env-steps/s against the raw physics rate measured in the same run."""
+    if raw is None or not rows or "train_s" not in rows[0]:
+        return
+    rates = [r["steps_per_s"] for r in rows]
+    print(
+        f"training {np.mean(rates):,.0f} env-steps/s (seeds {min(rates):,.0f}–{max(rates):,.0f}); raw physics "
+        f"{raw:,.0f}: ratio {np.mean(rates) / raw:.2f}"
+    )
+
+
+def print_snapshots(rows: list[dict]) -> None:
+    """Each seed's evaluation at each snapshot: return, length, and the task's tracking errors and survival."""
+    if not any(r["snapshots"] for r in rows):
+        return
+    print(f"{'seed':>6} {'min':>5} {'return':>9} {'length':>7} {'lin err':>8} {'yaw err':>8} {'survival':>9}")
+    fmt = lambda e, k, f: f"{e[k]:{f}}" if k in e else "—"  # noqa: E731
+    for r in rows:
+        for minutes, e in r["snapshots"].items():
+            print(
+                f"{r['seed']:>6} {minutes:>5} {e['return_mean']:>9.2f} {e['length_mean']:>7.1f} "
+                f"{fmt(e, 'lin_vel_error', '.3f'):>8} {fmt(e, 'yaw_rate_error', '.3f'):>8} "
+                f"{fmt(e, 'survival_rate', '.0%'):>9}"
+            )
 
 
 def main(argv: list[str]) -> int:
@@ -133,21 +216,26 @@ def main(argv: list[str]) -> int:
     )
     p.add_argument("--keep", help="keep each seed's run directory under DIR/seedN (for embody eval / sim2sim)")
     p.add_argument("--evaluate-only", action="store_true", help="re-evaluate the runs kept under --keep, no training")
+    p.add_argument(
+        "--at", default="10,20,30", help="minutes of training at which snapshots are evaluated (within the budget)"
+    )
     p.add_argument("--out", help="directory for results.json")
     args = p.parse_args(argv)
     keep = Path(args.keep) if args.keep else None
     if args.evaluate_only and keep is None:
         p.error("--evaluate-only needs --keep DIR")
+    snapshots = [60 * float(m) for m in args.at.split(",") if m and 60 * float(m) <= args.budget]
     baseline = random_baseline(args.task, args.overrides)
+    raw = raw_physics_rate(args.task, args.overrides)
     rows = [
-        run_seed(args.task, s, args.budget, args.steps, args.overrides, keep, args.evaluate_only)
+        run_seed(args.task, s, args.budget, args.steps, args.overrides, keep, args.evaluate_only, snapshots)
         for s in range(args.seeds)
     ]
     bar = BARS[args.task]
     curves = {r["seed"]: r["metrics"] for r in rows}
     for r in rows:
         r["time_to_bar_s"] = time_to_bar(bar, r.pop("metrics"), baseline)
-    print(f"\n{args.task}, PPO, {os.cpu_count()} cores, budget {args.budget:.0f} s per seed; bar: {bar[0]} {bar[1]:g}")
+    print(f"\n{args.task}, PPO, {os.cpu_count()} cores, budget {args.budget:.0f} s per seed; bar: {bar[0]} {bar[1]}")
     print(
         f"{'seed':>6} {'train s':>8} {'env steps':>11} {'steps/s':>8} {'t→bar s':>8} {'return':>9} {'length':>7} "
         f"{'success':>8} {'bar':>5}"
@@ -163,12 +251,17 @@ def main(argv: list[str]) -> int:
         )
         verdict = "" if r["seed"] == "random" else ("PASS" if passes(bar, e, baseline) else "BELOW")
         print(f"{r['seed']:>6} {train_cols} {e['return_mean']:>9.2f} {e['length_mean']:>7.1f} {succ:>8} {verdict:>5}")
+    print_speed(rows, raw)
+    print_snapshots(rows)
     ok = all(passes(bar, r["eval"], baseline) for r in rows) and all(r["train_s"] <= args.budget + 60 for r in rows)
     print(f"{'PASS' if ok else 'BELOW TARGET'}: every seed must meet the bar within {args.budget:.0f} s")
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
         Path(args.out, "results.json").write_text(
-            json.dumps({"task": args.task, "bar": bar, "random": baseline, "seeds": rows}, indent=2)
+            json.dumps(
+                {"task": args.task, "bar": bar, "random": baseline, "raw_physics_steps_per_s": raw, "seeds": rows},
+                indent=2,
+            )
         )
         plot_curves(args.task, curves, Path(args.out, "learning.png"))
     return 0

@@ -137,6 +137,9 @@ def _eval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run")
     p.add_argument("--sim", help="evaluate on another simulator (sim-to-sim)")
     p.add_argument("--episodes", type=positive_int, default=10)
+    p.add_argument(
+        "--checkpoint", default="checkpoint", help="the run's checkpoint folder (a snapshot: checkpoint_600s)"
+    )
     add_set(p, "the run's config for evaluation", "env.randomization.enabled=false")
 
 
@@ -144,7 +147,9 @@ def _eval_arguments(p: argparse.ArgumentParser) -> None:
 def _eval(args) -> int:
     from embody.train import evaluate_run
 
-    summary = evaluate_run(Path(args.run), episodes=args.episodes, sim=args.sim, overrides=args.set)
+    summary = evaluate_run(
+        Path(args.run), episodes=args.episodes, sim=args.sim, overrides=args.set, checkpoint=args.checkpoint
+    )
     print(json.dumps(summary, indent=2))
     return exits.OK
 

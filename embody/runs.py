@@ -92,9 +92,10 @@ def save_run_checkpoint(
     spec: dict,
     meta: dict | None = None,
     optimizer: torch.optim.Optimizer | None = None,
+    folder: str = CHECKPOINT,
 ) -> Path:
-    """RUN/checkpoint/ (atomic: a crash leaves the previous checkpoint)."""
-    return save_checkpoint(Path(run) / CHECKPOINT, policy, spec, meta, optimizer)
+    """RUN/checkpoint/ or another ``folder`` of the run (atomic: a crash leaves the previous checkpoint)."""
+    return save_checkpoint(Path(run) / folder, policy, spec, meta, optimizer)
 
 
 def write_policy_run(
@@ -127,11 +128,14 @@ def load_run(run: str | Path) -> tuple[TrainConfig, Path]:
     return from_dict(TrainConfig, load_yaml(run / CONFIG), str(run / CONFIG)), run / CHECKPOINT
 
 
-def load_run_checkpoint(run: str | Path, expect: VecEnv | Task | None = None, device: str = "cpu") -> Checkpoint:
-    """The run's checkpoint (policy, spec, meta, optimizer state); ``expect`` (an env or task)
-    refuses a policy trained for another observation/action spec."""
+def load_run_checkpoint(
+    run: str | Path, expect: VecEnv | Task | None = None, device: str = "cpu", checkpoint: str = CHECKPOINT
+) -> Checkpoint:
+    """The run's checkpoint (policy, spec, meta, optimizer state), or the snapshot folder ``checkpoint``
+    (``checkpoint_600s``); ``expect`` (an env or task) refuses a policy trained for another observation/action
+    spec."""
     return load_checkpoint(
-        Path(run) / CHECKPOINT, expect_spec=None if expect is None else policy_spec(expect), device=device
+        Path(run) / checkpoint, expect_spec=None if expect is None else policy_spec(expect), device=device
     )
 
 
@@ -142,13 +146,15 @@ def evaluate_run(
     n_envs: int = 16,
     seed: int = 12345,
     overrides: list[str] = (),
+    checkpoint: str = CHECKPOINT,
 ) -> dict:
-    """Deterministic evaluation of a run's checkpoint; ``overrides`` (``key=value``) adjust its config,
-    e.g. ``env.randomization.enabled=false`` or a sensor source another simulator offers."""
+    """Deterministic evaluation of a run's checkpoint (or its snapshot folder ``checkpoint``); ``overrides``
+    (``key=value``) adjust its config, e.g. ``env.randomization.enabled=false`` or a sensor source another
+    simulator offers."""
     cfg, _ = load_run(run)
     apply_overrides(cfg, texts=overrides)
     env = build_env(cfg, n_envs=min(n_envs, episodes), sim=sim, seed=seed, evaluation=True)
-    ckpt = load_run_checkpoint(run, expect=env)
+    ckpt = load_run_checkpoint(run, expect=env, checkpoint=checkpoint)
     start = time.perf_counter()
     result = evaluate(env, ckpt.policy, episodes)
     summary = {
@@ -158,6 +164,8 @@ def evaluate_run(
         "eval_wall_s": time.perf_counter() - start,
         "env_steps_trained": ckpt.meta.get("env_steps"),
     }
+    if env.task.terminations_are_falls:
+        summary["survival_rate"] = 1.0 - summary["terminated_fraction"]
     env.close()
     return summary
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from embody.policies.actor_critic import ActorCritic, ActorCriticConfig
 from embody.policies.ppo import PPO, PPOConfig
 from embody.progress import Progress
 from embody.runs import (  # noqa: F401  (build_env .. record_video: re-exported, their home was here)
+    CHECKPOINT,
     MetricsLog,
     build_env,
     evaluate_run,
@@ -40,9 +42,11 @@ class TrainConfig:
     seed: int = 0
     device: str = "cpu"
     torch_threads: int = 1  # small networks: one thread leaves the cores to the simulator
+    update_threads: int = 0  # torch threads for the PPO update, while the simulator idles (0: every core)
     staggered_resets: bool = False
     max_time_s: float = 0.0  # stop training after this wall-clock time (0: no limit)
     checkpoint_every: int = 50  # iterations
+    snapshots_s: list[float] = field(default_factory=list)  # also keep checkpoint_<T>s/ once training passes T s
     eval_episodes: int = 10
     video: bool = True
     env: dict[str, Any] = field(default_factory=dict)  # the task's config (TaskConfig subclass)
@@ -83,7 +87,8 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False) -> dict:
         policy = ckpt.policy
     else:
         policy = ActorCritic(env.observation_size, env.action_size, env.privileged_size, cfg.policy)
-    ppo = PPO(env, policy, cfg.ppo, cfg.device)
+    threads = cfg.update_threads or os.cpu_count() or 1
+    ppo = PPO(env, policy, cfg.ppo, cfg.device, update_threads=threads, mirror=env.task.mirror())
     if resume:
         if ckpt.optimizer_state:
             ppo.optimizer.load_state_dict(ckpt.optimizer_state)
@@ -94,7 +99,7 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False) -> dict:
     progress = Progress(cfg.steps, label=f"train {cfg.task}", max_time_s=max(cfg.max_time_s - time_offset, 0.0))
     progress.update(ppo.env_steps, force=True)
 
-    def save(m: dict) -> None:
+    def save(m: dict, folder: str = CHECKPOINT) -> None:
         meta = {
             "env_steps": ppo.env_steps,
             "iteration": ppo.iteration,
@@ -102,9 +107,10 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False) -> dict:
             "time_s": m.get("time_s", time_offset),
             "config": to_dict(cfg),
         }
-        save_run_checkpoint(out, policy, spec, meta, ppo.optimizer)
+        save_run_checkpoint(out, policy, spec, meta, ppo.optimizer, folder)
 
     last: dict = {}
+    snapshots = sorted(t for t in cfg.snapshots_s if t > time_offset)
 
     def on_iteration(m: dict) -> bool:
         m["time_s"] += time_offset
@@ -113,6 +119,8 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False) -> dict:
         progress.update(m["env_steps"], ret=m["episode_return"], lr=m["lr"])
         if m["iteration"] % cfg.checkpoint_every == 0:
             save(m)
+        while snapshots and m["time_s"] >= snapshots[0]:
+            save(m, snapshot_name(snapshots.pop(0)))
         return cfg.max_time_s > 0 and m["time_s"] >= cfg.max_time_s
 
     ppo.learn(cfg.steps, on_iteration)
@@ -122,6 +130,11 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False) -> dict:
     plot_learning_curve(out, rows, env.task.max_episode_return)
     env.close()
     return finish_run(out, cfg)
+
+
+def snapshot_name(seconds: float) -> str:
+    """The run's folder for the snapshot taken once training passed ``seconds``: ``checkpoint_600s``."""
+    return f"{CHECKPOINT}_{seconds:g}s"
 
 
 def finish_run(out: Path, cfg: TrainConfig) -> dict:

@@ -12,19 +12,20 @@ import torch
 class EvalResult:
     """Per-episode outcomes from ``evaluate``, in the order episodes ended, exactly ``episodes`` of
     them: return (reward units), length (steps), whether it terminated, success where the task
-    reports it."""
+    reports it, and the episode mean of each of the task's step metrics."""
 
     returns: list[float]
     lengths: list[int]
     terminated: list[bool] = field(default_factory=list)  # ended in a terminal state (fall, ...)
     success: list[bool] = field(default_factory=list)  # empty when the task has no notion of success
     frames: list[np.ndarray] = field(default_factory=list)  # env 0's first episode, if rendered
+    metrics: dict[str, list[float]] = field(default_factory=dict)  # name -> per-episode mean
 
     def summary(self, max_return: float | None = None) -> dict:
         """Aggregates as a flat dict: ``episodes``, ``return_mean`` / ``_std`` / ``_min`` / ``_max``,
-        ``length_mean``, ``terminated_fraction``; ``success_rate`` when the task reports success;
-        ``max_return`` and ``return_fraction_of_max`` when ``max_return`` is given. Needs at least one
-        episode (ValueError otherwise)."""
+        ``length_mean``, ``terminated_fraction``; ``success_rate`` when the task reports success; each
+        step metric's mean over episodes under its own name; ``max_return`` and ``return_fraction_of_max``
+        when ``max_return`` is given. Needs at least one episode (ValueError otherwise)."""
         r = np.asarray(self.returns)
         out = {
             "episodes": len(r),
@@ -37,6 +38,7 @@ class EvalResult:
         }
         if self.success:
             out["success_rate"] = float(np.mean(self.success))
+        out.update({name: float(np.mean(values)) for name, values in self.metrics.items()})
         if max_return:
             out["max_return"] = max_return
             out["return_fraction_of_max"] = float(r.mean() / max_return)
@@ -59,6 +61,7 @@ def evaluate(
     obs, priv = env.reset()
     policy.reset()
     result = EvalResult([], [], [])
+    sums: dict[str, np.ndarray] = {}  # per env, since its reset
     recording = render
     if render:
         result.frames.append(env.render(np.array([0]))[0])
@@ -68,6 +71,8 @@ def evaluate(
         obs, _, terminated, truncated, info = env.step(action.cpu().numpy())
         priv = info.privileged_obs
         done = terminated | truncated
+        for name, value in info.metrics.items():
+            sums[name] = sums.get(name, 0.0) + value
         if recording:
             if done[0]:
                 recording = False
@@ -80,6 +85,10 @@ def evaluate(
             result.terminated.extend(terminated[done].tolist())
             if info.episode_success is not None:
                 result.success.extend(info.episode_success.tolist())
+            for name, total in sums.items():
+                result.metrics.setdefault(name, []).extend((total[done] / info.episode_length).tolist())
+                total[done] = 0.0
     result.returns, result.lengths = result.returns[:episodes], result.lengths[:episodes]
     result.terminated, result.success = result.terminated[:episodes], result.success[:episodes]
+    result.metrics = {name: values[:episodes] for name, values in result.metrics.items()}
     return result

@@ -11,11 +11,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from .actor_critic import ActorCritic
+
+if TYPE_CHECKING:
+    from embody.sims.task import Mirror
 
 
 @dataclass
@@ -36,6 +40,7 @@ class PPOConfig:
     ent_coef: float = 0.0
     max_grad_norm: float = 1.0
     reward_scale: float = 1.0
+    symmetry: bool = False  # augment each minibatch with its mirror image (the task's ``mirror()``)
 
 
 class RolloutBuffer:
@@ -66,6 +71,35 @@ class RolloutBuffer:
         return {k: getattr(self, k).flatten(0, 1) for k in keys}
 
 
+class _TorchMirror:
+    """A task's ``Mirror`` as torch index/sign pairs for observations (n, o), critic inputs (n, o + p) and actions."""
+
+    def __init__(self, mirror: Mirror, device: str):
+        as_torch = lambda m: (  # noqa: E731
+            torch.as_tensor(m.index, device=device),
+            torch.as_tensor(m.sign, dtype=torch.float32, device=device),
+        )
+        self._obs, self._critic = as_torch(mirror.obs), as_torch(mirror.obs.then(mirror.privileged))
+        self._action = as_torch(mirror.action)
+
+    @staticmethod
+    def _apply(x: torch.Tensor, m: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        return x[..., m[0]] * m[1]
+
+    def obs(self, x: torch.Tensor) -> torch.Tensor:
+        return self._apply(x, self._obs)
+
+    def critic(self, x: torch.Tensor) -> torch.Tensor:
+        return self._apply(x, self._critic)
+
+    def augment(self, b: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """The minibatch and its mirror image: mirrored inputs and actions with the same log-probabilities,
+        advantages and returns (rsl_rl's symmetry augmentation, which treats the old policy as symmetric)."""
+        mirrored = {"obs": self.obs(b["obs"]), "critic_obs": self.critic(b["critic_obs"])}
+        mirrored["actions"] = self._apply(b["actions"], self._action)
+        return {k: torch.cat([v, mirrored.get(k, v)]) for k, v in b.items()}
+
+
 class PPO:
     """Trains ``policy`` (moved to ``device``) on a batched env: ``learn`` loops ``collect`` then ``update``.
 
@@ -74,14 +108,27 @@ class PPO:
     ``iteration`` count what has been done, across ``learn`` calls.
     """
 
-    def __init__(self, env, policy: ActorCritic, config: PPOConfig, device: str = "cpu"):
+    def __init__(
+        self,
+        env,
+        policy: ActorCritic,
+        config: PPOConfig,
+        device: str = "cpu",
+        update_threads: int = 0,
+        mirror: Mirror | None = None,
+    ):
         self.env, self.policy, self.config = env, policy.to(device), config
+        if config.symmetry and mirror is None:
+            raise ValueError("ppo.symmetry needs a task with a mirror symmetry (Task.mirror() returned None)")
+        self.mirror = _TorchMirror(mirror, device) if config.symmetry else None
+        self.update_threads = update_threads  # torch threads while updating (the simulator idles then); 0: unchanged
         self.device = torch.device(device)
         self.optimizer = torch.optim.Adam(policy.parameters(), lr=config.lr)
         self.lr = config.lr
         self.env_steps = 0
         self.iteration = 0
         self._obs = self._critic_obs = None
+        self.reward_terms: dict[str, float] = {}  # the last collect's mean per-step value of each reward term
 
     def _tensors(self, obs: np.ndarray, priv: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
         o = torch.as_tensor(obs, dtype=torch.float32, device=self.device)
@@ -98,9 +145,12 @@ class PPO:
         cfg, env, pol = self.config, self.env, self.policy
         if self._obs is None:
             self._obs, self._critic_obs = self._tensors(*env.reset())
+        terms: dict[str, float] = {}
         for t in range(cfg.n_steps):
             obs, critic_obs = self._obs, self._critic_obs
             pol.update_normalizers(obs, critic_obs)
+            if self.mirror is not None:  # symmetric statistics, or the mirrored half sees skewed inputs
+                pol.update_normalizers(self.mirror.obs(obs), self.mirror.critic(critic_obs))
             dist = pol.distribution(obs)
             action = dist.sample()
             buf.obs[t], buf.critic_obs[t], buf.actions[t] = obs, critic_obs, action
@@ -117,6 +167,9 @@ class PPO:
             episode_returns.extend(info.episode_return.tolist())
             if episode_lengths is not None:
                 episode_lengths.extend(info.episode_length.tolist())
+            for k, v in info.reward_terms.items():
+                terms[k] = terms.get(k, 0.0) + v / cfg.n_steps
+        self.reward_terms = terms
         self.env_steps += cfg.n_steps * env.n_envs
         buf.compute_gae(pol.value(self._critic_obs), cfg.gamma, cfg.lam)
 
@@ -133,6 +186,8 @@ class PPO:
         for _ in range(cfg.epochs):
             for idx in torch.randperm(n, device=self.device).split(mb):
                 b = {k: v[idx] for k, v in data.items()}
+                if self.mirror is not None:
+                    b = self.mirror.augment(b)
                 adv = (b["advantages"] - b["advantages"].mean()) / (b["advantages"].std() + 1e-8)
                 dist = pol.distribution(b["obs"])
                 logp = dist.log_prob(b["actions"]).sum(-1)
@@ -153,6 +208,15 @@ class PPO:
                 for k, v in zip(stats, (policy_loss.item(), value_loss.item(), entropy.item(), kl)):
                     stats[k] += v / (cfg.epochs * cfg.minibatches)
         return stats
+
+    def _update_threaded(self, buf: RolloutBuffer, progress: float) -> dict[str, float]:
+        collect_threads = torch.get_num_threads()
+        if self.update_threads:
+            torch.set_num_threads(self.update_threads)
+        try:
+            return self.update(buf, progress)
+        finally:
+            torch.set_num_threads(collect_threads)
 
     def _adapt_lr(self, kl: float) -> None:
         low, high = self.config.lr_bounds
@@ -184,7 +248,7 @@ class PPO:
             returns: list[float] = []
             lengths: list[int] = []
             self.collect(buf, returns, lengths)
-            stats = self.update(buf, self.env_steps / total_steps)
+            stats = self._update_threaded(buf, self.env_steps / total_steps)
             self.iteration += 1
             recent = (recent + returns)[-100:]
             recent_lengths = (recent_lengths + lengths)[-100:]
@@ -200,6 +264,7 @@ class PPO:
                 "lr": self.lr,
                 "action_std": self.policy.log_std.exp().mean().item(),
                 **stats,
+                **{f"reward/{k}": v for k, v in self.reward_terms.items()},
             }
             if on_iteration is not None and on_iteration(metrics):
                 break

@@ -58,6 +58,9 @@ class RobotSpec:
     base_body: str | None = None  # the floating base link (pelvis for the H1-2)
     default_base_pos: tuple[float, float, float] = (0.0, 0.0, 0.0)  # standing at the default pose [m]
     description: str = ""
+    # left-right mirror: joint i's mirror image is joint mirror_joint[i] times mirror_sign[i] (None: not symmetric)
+    mirror_joint: tuple[int, ...] | None = None
+    mirror_sign: tuple[float, ...] | None = None
 
     @property
     def n_joints(self) -> int:

@@ -21,6 +21,33 @@ from embody.robots import RobotSpec, RobotState
 from .base import InitState, PhysicsParams, SimConfig
 
 
+@dataclass(frozen=True)
+class SignedPermutation:
+    """A map x → y with ``y[..., i] = sign[i] · x[..., index[i]]`` (a mirror of observations or actions)."""
+
+    index: np.ndarray  # (d,) int
+    sign: np.ndarray  # (d,) ±1
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        return x[..., self.index] * self.sign
+
+    def then(self, other: SignedPermutation) -> SignedPermutation:
+        """The concatenation [self, other] of two maps over concatenated inputs."""
+        return SignedPermutation(
+            np.concatenate([self.index, other.index + len(self.index)]), np.concatenate([self.sign, other.sign])
+        )
+
+
+@dataclass(frozen=True)
+class Mirror:
+    """A task's left-right mirror symmetry: mirrored observations call for mirrored actions and get the same rewards.
+    ``obs`` (o,), ``privileged`` (p,) and ``action`` (a,) maps; used by PPO's symmetry augmentation."""
+
+    obs: SignedPermutation
+    privileged: SignedPermutation
+    action: SignedPermutation
+
+
 @dataclass
 class TaskConfig:
     """Settings every task has; a task's own config subclasses this once (no deeper chains)."""
@@ -44,6 +71,7 @@ class Task(ABC):
     config_class: ClassVar[type[TaskConfig]] = TaskConfig
     requires: ClassVar[frozenset[str]] = frozenset()  # simulator capabilities beyond the control mode
     train_defaults: ClassVar[dict] = {}  # TrainConfig overrides that suit this task ("ppo.lr": 3e-4, ...)
+    terminations_are_falls: ClassVar[bool] = False  # evaluation reports survival (episodes that did not terminate)
 
     def __init__(self, config: TaskConfig, robot: RobotSpec, n_envs: int, seed: int = 0):
         self.config, self.robot, self.n_envs = config, robot, n_envs
@@ -100,6 +128,10 @@ class Task(ABC):
     def sample_commands(self, env_ids: np.ndarray) -> None:
         """Draw new commands (velocity targets, motion clips, goals) for ``env_ids``; none by default."""
 
+    def mirror(self) -> Mirror | None:
+        """The task's left-right symmetry, or None when it has none (the default)."""
+        return None
+
     def requirements(self) -> frozenset[str]:
         """Simulator capabilities this configured task needs (``requires`` plus what its
         randomization uses, so that a task with randomization off runs on more simulators)."""
@@ -133,6 +165,11 @@ class Task(ABC):
     def privileged_observe(self, state: RobotState) -> np.ndarray:
         """Critic/teacher observation (n, p) float32; may use ``state.privileged``."""
         return np.zeros((state.n_envs, 0), dtype=np.float32)
+
+    def step_metrics(self, state: RobotState) -> dict[str, np.ndarray]:
+        """Named per-step measurements (n,) that evaluation averages over each episode (a tracking error);
+        taken after the step, before commands are redrawn. None by default."""
+        return {}
 
     def terminated(self, state: RobotState) -> np.ndarray:
         """(n,) bool: the episode ended in a terminal state (a fall, a success)."""

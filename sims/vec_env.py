@@ -12,7 +12,7 @@ the steps actually taken, not the staggered counter. Evaluation runs unstaggered
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -36,6 +36,7 @@ class StepInfo:
     episode_success:      (k,) bool, or None when the task has no notion of success
     reward_terms:         {term: batch mean of the weighted term}
     diverged:             (n,) bool, envs whose physics went non-finite (terminated and reset)
+    metrics:              {name: (n,)} the task's step metrics (``Task.step_metrics``)
     """
 
     privileged_obs: np.ndarray
@@ -46,6 +47,7 @@ class StepInfo:
     episode_success: np.ndarray | None
     reward_terms: dict[str, float]
     diverged: np.ndarray
+    metrics: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 RewardFn = Callable[[RobotState, np.ndarray, np.ndarray], np.ndarray]
@@ -103,6 +105,7 @@ class VecEnv:
         reward, terms = self.task.reward(state, action)
         if self.reward_fn is not None:
             reward = np.asarray(self.reward_fn(state, action, reward), dtype=np.float64)
+        metrics = self.task.step_metrics(state)
         self.task.after_step(action)
         diverged = self.sim.diverged
         reward = np.where(diverged, 0.0, reward)
@@ -123,6 +126,7 @@ class VecEnv:
             None if success is None else success[done] & ~diverged[done],
             {k: float(v.mean()) for k, v in terms.items()},
             diverged.copy(),
+            metrics,
         )
         if done.size:
             self.diverged_total += int(diverged.sum())

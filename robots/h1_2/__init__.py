@@ -33,6 +33,8 @@ def make_spec() -> RobotSpec:
         sensors=Sensors(imu_site=c.IMU_SITE, foot_sites=c.FOOT_SITES),
         base_body=c.BASE_BODY,
         default_base_pos=c.DEFAULT_BASE_POS,
+        mirror_joint=c.MIRROR_JOINT,
+        mirror_sign=c.MIRROR_SIGN,
         description="Unitree H1-2 humanoid, 27 DoF without hands; vendor kinematics, inertia and gains",
     )
 

@@ -30,6 +30,13 @@ RIGHT_ARM = tuple(range(20, 27))
 ARMS = LEFT_ARM + RIGHT_ARM
 UPPER_BODY = WAIST + ARMS
 
+# Left-right mirror (reflection through the sagittal x-z plane): joint i's mirror image is joint
+# MIRROR_JOINT[i] times MIRROR_SIGN[i]. Every joint turns about its body's x, y or z axis, and the
+# two sides' bodies are mirror images; a reflection keeps rotations about y (pitch) and reverses
+# those about x and z (roll, yaw) — the vendor's ranges agree (left roll (-0.43, 3.14), right (-3.14, 0.43)).
+MIRROR_JOINT: tuple[int, ...] = RIGHT_LEG + LEFT_LEG + WAIST + RIGHT_ARM + LEFT_ARM
+MIRROR_SIGN: tuple[float, ...] = tuple(1.0 if ("pitch" in n or "knee" in n) else -1.0 for n in JOINT_NAMES)
+
 # Joint ranges [rad] and torque limits [N·m] (vendor h1_2.xml range / actuatorfrcrange).
 _LEFT_LEG_RANGE = (
     (-0.43, 0.43),

@@ -19,7 +19,7 @@ from embody.robots import RobotSpec, RobotState
 from embody.robots.motion import MotionClip, MotionError, generate_library, load_library
 
 from ..base import SimConfig
-from ..task import TaskConfig
+from ..task import Mirror, TaskConfig
 from .h1_2_velocity import REWARD_WEIGHTS, Commands, H1_2Velocity, Legged, Randomization
 
 
@@ -90,6 +90,15 @@ class H1_2Stand(H1_2Velocity):
         targets = super().upper_targets()
         targets[:, self.upper] = self.frames[self.clip, self.frame]
         return targets
+
+    def mirror(self) -> Mirror | None:
+        """h1_2-velocity's mirror, then the upper body's joints mirrored (the clips' mirror images are as
+        plausible as the clips)."""
+        base = super().mirror()
+        if base is None:
+            return None
+        upper = self.joint_mirror(self.upper)
+        return Mirror(base.obs.then(upper).then(upper), base.privileged, base.action)
 
     def observe(self, state: RobotState) -> np.ndarray:
         """h1_2-velocity's observation, then upper-body q − q0 and 0.05 · q̇."""

@@ -33,7 +33,7 @@ from embody.robots.h1_2.observations import imu_mount, pelvis_ang_vel, projected
 from embody.rotations import quat_rotate_inverse
 
 from ..base import InitState, PhysicsParams, SimConfig
-from ..task import Task, TaskConfig
+from ..task import Mirror, SignedPermutation, Task, TaskConfig
 
 G = 9.81
 HIP_ROLL_YAW = np.array([0, 2, 6, 8])  # leg-local columns of hip yaw and roll (left, right)
@@ -119,6 +119,7 @@ class H1_2Velocity(Task):
     name = "h1_2-velocity"
     robot_name = "h1_2"
     config_class = H1_2VelocityConfig
+    terminations_are_falls = True
     train_defaults = {
         "n_envs": 64,
         "steps": 50_000_000,
@@ -288,6 +289,26 @@ class H1_2Velocity(Task):
         """PD targets of all joints (n, j) before the legs are set: the default pose."""
         return np.tile(self.q0, (self.n_envs, 1))
 
+    # -- symmetry ------------------------------------------------------------------------
+    def joint_mirror(self, joints: np.ndarray) -> SignedPermutation:
+        """The mirror of a block of values over ``joints`` (their partners must lie in the block too)."""
+        partner, sign = np.asarray(self.robot.mirror_joint), np.asarray(self.robot.mirror_sign)
+        where = {j: i for i, j in enumerate(joints)}
+        return SignedPermutation(np.array([where[partner[j]] for j in joints]), sign[joints])
+
+    def mirror(self) -> Mirror | None:
+        """Reflection through the sagittal plane: angular velocity (−x, y, −z), gravity and base velocities
+        (x, −y, z), commands (vx, −vy, −yaw), legs swapped with yaw and roll negated, the gait phase half a
+        period on (sin, cos negated: the other leg leads); contact forces swapped."""
+        if self.robot.mirror_joint is None:
+            return None
+        sp = lambda *signs: SignedPermutation(np.arange(len(signs)), np.array(signs, dtype=float))  # noqa: E731
+        pseudo, polar, legs = sp(-1, 1, -1), sp(1, -1, 1), self.joint_mirror(self.legs)
+        obs = pseudo.then(polar).then(sp(1, -1, -1)).then(legs).then(legs).then(legs).then(sp(-1, -1))
+        contact = SignedPermutation(np.array([1, 0]), np.ones(2))
+        privileged = polar.then(sp(1)).then(contact).then(sp(1, 1, 1)).then(polar).then(sp(1))
+        return Mirror(obs, privileged, legs)
+
     # -- observations --------------------------------------------------------------------
     def gait_phase(self, state: RobotState) -> np.ndarray:
         """Per-leg phase in [0, 1): (n, 2), left then right, half a period apart."""
@@ -330,6 +351,14 @@ class H1_2Velocity(Task):
             ],
             axis=1,
         ).astype(np.float32)
+
+    def step_metrics(self, state: RobotState) -> dict[str, np.ndarray]:
+        """``lin_vel_error``: ‖v*_xy − v_xy‖ [m/s] (base frame); ``yaw_rate_error``: |ω*_z − ω_z| [rad/s]."""
+        p = state.privileged
+        return {
+            "lin_vel_error": np.linalg.norm(self.commands[:, :2] - p.base_lin_vel[:, :2], axis=1),
+            "yaw_rate_error": np.abs(self.commands[:, 2] - p.base_ang_vel[:, 2]),
+        }
 
     # -- terminations and rewards ----------------------------------------------------------
     def _gravity(self, state: RobotState) -> np.ndarray:

@@ -34,6 +34,19 @@ def test_a_policy_trained_elsewhere_becomes_an_evaluable_run(tmp_path):
     assert evaluate_run(run, episodes=1)["task"] == "cartpole-swingup"
 
 
+def test_training_keeps_snapshots_that_evaluate_like_the_checkpoint(tmp_path):
+    from embody.train import snapshot_name, train
+
+    cfg = resolve_config("cartpole-swingup", n_envs=4, steps=4 * 32 * 2, overrides=["video=false", "eval_episodes=1"])
+    cfg.snapshots_s = [1e-9, 1e9]  # the first passes at once, the second never
+    train(cfg, tmp_path / "run")
+    assert snapshot_name(1e-9) == "checkpoint_1e-09s"
+    assert (tmp_path / "run" / "checkpoint_1e-09s").is_dir() and not (tmp_path / "run" / snapshot_name(1e9)).exists()
+    assert load_run_checkpoint(tmp_path / "run", checkpoint="checkpoint_1e-09s").meta["iteration"] == 1
+    summary = evaluate_run(tmp_path / "run", episodes=1, checkpoint="checkpoint_1e-09s")
+    assert summary["episodes"] == 1 and "survival_rate" not in summary  # cartpole's terminations are no falls
+
+
 def test_a_checkpoint_is_checked_against_the_env_it_is_loaded_for(tmp_path):
     cart = resolve_config("cartpole-swingup")
     env = build_env(cart, n_envs=1)

@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+import pytest
 import torch
 from policy_helpers import cartpole, small_mlp
 
@@ -20,6 +21,45 @@ def test_two_iterations_on_cartpole():
     for r in rows:
         assert all(math.isfinite(v) for v in r.values()), r
         assert r["episodes"] > 0
+        assert {k for k in r if k.startswith("reward/")} == {f"reward/{k}" for k in env.task.config.reward_weights}
+    env.close()
+
+
+def test_the_update_runs_on_its_own_threads_and_gives_them_back():
+    env = cartpole(n_envs=4, max_episode_steps=12)
+    seen = []
+    ppo = PPO(env, small_mlp(5, 1), PPOConfig(n_steps=8, epochs=1, minibatches=1), update_threads=2)
+    update = ppo.update
+    ppo.update = lambda *a: (seen.append(torch.get_num_threads()), update(*a))[1]
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        ppo.learn(8 * 4)
+        assert seen == [2] and torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+    env.close()
+
+
+def test_symmetry_adds_each_minibatch_mirror_image_and_needs_a_mirror():
+    from embody.policies.ppo import _TorchMirror
+    from embody.sims.task import Mirror, SignedPermutation
+
+    swap = SignedPermutation(np.array([1, 0]), np.array([1.0, -1.0]))
+    mirror = _TorchMirror(Mirror(swap, SignedPermutation(np.array([0]), np.array([-1.0])), swap), "cpu")
+    b = {
+        "obs": torch.tensor([[1.0, 2.0]]),
+        "critic_obs": torch.tensor([[1.0, 2.0, 3.0]]),
+        "actions": torch.tensor([[4.0, 5.0]]),
+        "advantages": torch.tensor([0.5]),
+    }
+    out = mirror.augment(b)
+    assert out["obs"].tolist() == [[1.0, 2.0], [2.0, -1.0]]
+    assert out["critic_obs"].tolist() == [[1.0, 2.0, 3.0], [2.0, -1.0, -3.0]]
+    assert out["actions"].tolist() == [[4.0, 5.0], [5.0, -4.0]] and out["advantages"].tolist() == [0.5, 0.5]
+    env = cartpole(n_envs=2)
+    with pytest.raises(ValueError, match="mirror symmetry"):
+        PPO(env, small_mlp(5, 1), PPOConfig(symmetry=True), mirror=env.task.mirror())
     env.close()
 
 

@@ -8,6 +8,7 @@ from embody.robots import get_robot
 from embody.robots.motion import MotionClip, MotionError, generate_library
 from embody.sims import installed_simulators
 from embody.sims.base import UnsupportedTask
+from embody.sims.tasks import TASKS
 from embody.sims.tasks.h1_2_stand import H1_2StandConfig
 from embody.sims.tasks.h1_2_velocity import H1_2VelocityConfig
 from embody.sims.vec_env import make_env
@@ -102,6 +103,60 @@ def test_a_fall_terminates_the_episode():
     _, _, terminated, _, info = env.step(np.zeros((2, 12)))
     assert terminated.tolist() == [False, True]
     assert len(info.episode_length) == 1
+
+
+def test_evaluation_reports_tracking_errors_and_survival(tmp_path):
+    from embody.policies.base import RandomPolicy
+    from embody.policies.evaluate import evaluate
+
+    env = velocity_env(n=4, enabled=False)
+    env.reset()
+    env.task.set_commands(np.arange(4), np.tile([0.5, 0.0, -0.4], (4, 1)))
+    _, _, _, _, info = env.step(np.zeros((4, 12)))
+    v = env.sim.state().privileged
+    assert info.metrics["lin_vel_error"] == pytest.approx(np.linalg.norm([0.5, 0.0] - v.base_lin_vel[:, :2], axis=1))
+    assert info.metrics["yaw_rate_error"] == pytest.approx(np.abs(-0.4 - v.base_ang_vel[:, 2]))
+    summary = evaluate(env, RandomPolicy(47, 12), episodes=4).summary()
+    assert summary["lin_vel_error"] > 0 and summary["yaw_rate_error"] > 0  # a random policy tracks nothing
+    assert env.task.terminations_are_falls
+
+
+@pytest.mark.parametrize("task", ["h1_2-velocity", "h1_2-stand"])
+def test_the_mirror_of_an_observation_is_the_observation_of_the_mirrored_robot(task):
+    """Env 1 holds the mirror image of env 0's random state and command: its observation must be the task's
+    mirror of env 0's (but the gait phase, which mirrors to half a period on, a time we cannot set)."""
+    from embody.sims import InitState
+
+    cfg = TASKS.get(task).config_class()
+    cfg.randomization.enabled = False
+    env = make_env(task, n_envs=2, seed=0, config=cfg)
+    env.reset()
+    spec, rng = env.task.robot, np.random.default_rng(1)
+    partner, sign = np.array(spec.mirror_joint), np.array(spec.mirror_sign)
+    q = spec.default_pose + rng.uniform(-0.1, 0.1, spec.n_joints)
+    qd = rng.uniform(-1, 1, spec.n_joints)
+    quat = np.array([0.99, 0.05, -0.08, 0.06]) / np.linalg.norm([0.99, 0.05, -0.08, 0.06])
+    env.sim.reset(
+        np.arange(2),
+        InitState(
+            joint_pos=np.stack([q, q[partner] * sign]),
+            joint_vel=np.stack([qd, qd[partner] * sign]),
+            base_pos=np.array([[0.1, 0.2, 1.3], [0.1, -0.2, 1.3]]),  # airborne: no contact forces to compare
+            base_quat=np.stack([quat, quat * [1, -1, 1, -1]]),
+            base_lin_vel=np.array([[0.3, 0.4, -0.1], [0.3, -0.4, -0.1]]),
+            base_ang_vel=np.array([[0.5, -0.2, 0.7], [-0.5, -0.2, -0.7]]),
+        ),
+    )
+    env.task.commands[:] = [[0.4, 0.3, -0.6], [0.4, -0.3, 0.6]]  # (stand's range is zero: no set_commands)
+    state = env.sim.state()
+    obs, priv = env.task.observe(state), env.task.privileged_observe(state)
+    mirror = env.task.mirror()
+    np.testing.assert_allclose(mirror.obs(obs[0])[:45], obs[1][:45], atol=1e-5)
+    np.testing.assert_allclose(mirror.obs(obs[0])[45:47], -obs[1][45:47], atol=1e-6)
+    np.testing.assert_allclose(mirror.obs(obs[0])[47:], obs[1][47:], atol=1e-5)
+    np.testing.assert_allclose(mirror.privileged(priv[0]), priv[1], atol=1e-5)
+    assert mirror.action(mirror.action(np.arange(12.0))).tolist() == list(range(12))  # an involution
+    env.close()
 
 
 def test_reward_terms_are_finite_and_weighted_per_second():
