@@ -50,10 +50,11 @@ def build_env(
     seed: int | None = None,
     evaluation: bool = False,
 ) -> VecEnv:
-    """The run's env; ``evaluation``: without staggered resets, so every episode may run its full length."""
+    """The run's env; ``evaluation``: without staggered resets, so every episode may run its full length, and with
+    the task's curricula at their final level."""
     task_cls = TASKS.get(cfg.task)
     task_cfg = from_dict(task_cls.config_class, cfg.env, "env")
-    return make_env(
+    env = make_env(
         cfg.task,
         sim or cfg.sim,
         n_envs or cfg.n_envs,
@@ -61,6 +62,8 @@ def build_env(
         staggered=cfg.staggered_resets and not evaluation,
         config=task_cfg,
     )
+    env.task.training = not evaluation
+    return env
 
 
 def policy_spec(env: VecEnv | Task) -> dict:

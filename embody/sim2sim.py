@@ -38,12 +38,14 @@ def write_report(rows: list[dict], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(rows, indent=2))
     lines = [
-        "| sim | episodes | return (mean ± std) | of max | vs. trained sim | length | terminated | success |",
-        "|---|---|---|---|---|---|---|---|",
+        "| sim | episodes | return (mean ± std) | of max | vs. trained sim | length | terminated | success "
+        "| survival | lin vel err | yaw rate err |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    opt = lambda r, k, f: format(r[k], f) if k in r else "—"  # noqa: E731
     for r in rows:
         if "unsupported" in r:
-            lines.append(f"| {r['sim']} | unsupported: {r['unsupported']} |||||||")
+            lines.append(f"| {r['sim']} | unsupported: {r['unsupported']} ||||||||||")
             continue
         frac = f"{r['return_fraction_of_max']:.1%}" if "return_fraction_of_max" in r else "—"
         rel = f"{r['return_vs_trained_sim']:.2f}×" if r["return_vs_trained_sim"] is not None else "—"
@@ -51,7 +53,8 @@ def write_report(rows: list[dict], out: Path) -> None:
             f"| {r['sim']}{' (trained)' if r['sim'] == r['trained_on'] else ''} | {r['episodes']} | "
             f"{r['return_mean']:.1f} ± {r['return_std']:.1f} | {frac} | {rel} | "
             f"{r['length_mean']:.0f} | {r['terminated_fraction']:.0%} | "
-            f"{format(r['success_rate'], '.0%') if 'success_rate' in r else '—'} |"
+            f"{opt(r, 'success_rate', '.0%')} | {opt(r, 'survival_rate', '.0%')} | "
+            f"{opt(r, 'lin_vel_error', '.3f')} | {opt(r, 'yaw_rate_error', '.3f')} |"
         )
     (out / "report.md").write_text("\n".join(lines) + "\n")
     if any("unsupported" not in r for r in rows):

@@ -114,6 +114,7 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False) -> dict:
 
     def on_iteration(m: dict) -> bool:
         m["time_s"] += time_offset
+        m.update({f"curriculum/{k}": v for k, v in env.task.curriculum_levels().items()})
         last.update(m)
         log.append(m)
         progress.update(m["env_steps"], ret=m["episode_return"], lr=m["lr"])

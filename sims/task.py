@@ -128,6 +128,13 @@ class Task(ABC):
     def sample_commands(self, env_ids: np.ndarray) -> None:
         """Draw new commands (velocity targets, motion clips, goals) for ``env_ids``; none by default."""
 
+    training: bool = True  # False in evaluation envs: curricula hold their final level
+
+    def curriculum_levels(self) -> dict[str, float]:
+        """Current levels of the task's training curricula, by name (logged with the training metrics); none by
+        default."""
+        return {}
+
     def mirror(self) -> Mirror | None:
         """The task's left-right symmetry, or None when it has none (the default)."""
         return None

@@ -20,7 +20,7 @@ from embody.robots.motion import MotionClip, MotionError, generate_library, load
 
 from ..base import SimConfig
 from ..task import Mirror, TaskConfig
-from .h1_2_velocity import REWARD_WEIGHTS, Commands, H1_2Velocity, Legged, Randomization
+from .h1_2_velocity import REWARD_WEIGHTS, Commands, H1_2Velocity, Legged, PenaltyCurriculum, Randomization
 
 
 @dataclass
@@ -43,6 +43,7 @@ class H1_2StandConfig(TaskConfig):
     commands: Commands = field(default_factory=lambda: Commands((0.0, 0.0), (0.0, 0.0), (0.0, 0.0), 1.0))
     legged: Legged = field(default_factory=Legged)
     randomization: Randomization = field(default_factory=Randomization)
+    penalty_curriculum: PenaltyCurriculum = field(default_factory=PenaltyCurriculum)
     motion: Motion = field(default_factory=Motion)
 
 
@@ -52,6 +53,8 @@ class H1_2Stand(H1_2Velocity):
 
     name = "h1_2-stand"
     config_class = H1_2StandConfig
+    # issue 4's settings: h1_2-velocity's newer ones (256 envs, symmetry) are not yet measured here
+    train_defaults = {**H1_2Velocity.train_defaults, "n_envs": 64, "ppo.symmetry": False}
 
     def __init__(self, config: H1_2StandConfig, robot: RobotSpec, n_envs: int, seed: int = 0):
         super().__init__(config, robot, n_envs, seed)

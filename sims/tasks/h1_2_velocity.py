@@ -98,6 +98,20 @@ class Legged:
 
 
 @dataclass
+class PenaltyCurriculum:
+    """Penalties (negative-weight terms) scaled by a level that starts low and rises while episodes last
+    (HumanoidVerse's reward penalty curriculum): early on, full penalties outweigh the positive terms and the
+    step's reward, clipped at 0, carries no signal. Each episode that ends after ``up_s`` raises the level by
+    ``step``, each that ends before ``down_s`` lowers it; evaluation uses level 1."""
+
+    enabled: bool = False
+    initial: float = 0.1
+    up_s: float = 10.0
+    down_s: float = 4.0
+    step: float = 0.001
+
+
+@dataclass
 class H1_2VelocityConfig(TaskConfig):
     """h1_2-velocity settings."""
 
@@ -107,6 +121,8 @@ class H1_2VelocityConfig(TaskConfig):
     commands: Commands = field(default_factory=Commands)
     legged: Legged = field(default_factory=Legged)
     randomization: Randomization = field(default_factory=Randomization)
+    # issue 19: 12 % → 41 % of 20 s eval episodes survived with it (10 min, symmetry on)
+    penalty_curriculum: PenaltyCurriculum = field(default_factory=lambda: PenaltyCurriculum(enabled=True))
 
 
 def _uniform(rng, bounds, k) -> np.ndarray:
@@ -121,7 +137,7 @@ class H1_2Velocity(Task):
     config_class = H1_2VelocityConfig
     terminations_are_falls = True
     train_defaults = {
-        "n_envs": 64,
+        "n_envs": 256,  # issue 19: 5.4k → ~7k env-steps/s over 64; 10-min eval alike (404 vs 415 steps)
         "steps": 50_000_000,
         "max_time_s": 1800.0,
         "staggered_resets": True,
@@ -135,6 +151,7 @@ class H1_2Velocity(Task):
         "policy.critic_hidden": [256, 128],
         "policy.activation": "elu",
         "policy.init_std": 0.8,
+        "ppo.symmetry": True,  # issue 19: 0 % → 12 % of 20 s eval episodes survived, 415 → 586 steps (10 min)
     }
 
     def __init__(self, config: H1_2VelocityConfig, robot: RobotSpec, n_envs: int, seed: int = 0):
@@ -156,6 +173,8 @@ class H1_2Velocity(Task):
         self.last_push_step = np.full(n_envs, -(10**9))
         self.delay = np.zeros(n_envs, dtype=np.int64)
         self.action_history = np.zeros((r.action_delay_steps + 1, n_envs, len(self.legs)))
+        pc = c.penalty_curriculum
+        self._penalty_level = pc.initial if pc.enabled else 1.0
 
     # -- sizes ---------------------------------------------------------------------------
     @property
@@ -224,7 +243,9 @@ class H1_2Velocity(Task):
         )
 
     def on_reset(self, env_ids: np.ndarray) -> None:
-        """Also clear the action history and pushes, and draw the next push time and the action delay."""
+        """Also move the penalty curriculum by the episodes that ended, clear the action history and pushes, and
+        draw the next push time and the action delay."""
+        self._move_penalty_level(self.steps[env_ids] * self.dt)
         super().on_reset(env_ids)
         r, k = self.config.randomization, len(env_ids)
         self.steps[env_ids] = 0
@@ -233,6 +254,21 @@ class H1_2Velocity(Task):
         self.last_push_step[env_ids] = -(10**9)
         self.next_push[env_ids] = self._push_interval(k) if r.enabled else np.inf
         self.delay[env_ids] = self.rng.integers(0, r.action_delay_steps + 1, k) if r.enabled else 0
+
+    def _move_penalty_level(self, lengths_s: np.ndarray) -> None:
+        pc = self.config.penalty_curriculum
+        ended = lengths_s[lengths_s > 0]  # the first reset ends no episode
+        if pc.enabled and ended.size:
+            moves = np.sum(ended >= pc.up_s) - np.sum(ended < pc.down_s)
+            self._penalty_level = float(np.clip(self._penalty_level + pc.step * moves, pc.initial, 1.0))
+
+    @property
+    def penalty_level(self) -> float:
+        """The factor on negative-weight reward terms: the curriculum's level in training, 1 in evaluation."""
+        return self._penalty_level if self.training else 1.0
+
+    def curriculum_levels(self) -> dict[str, float]:
+        return {"penalty": self.penalty_level} if self.config.penalty_curriculum.enabled else {}
 
     def _push_interval(self, k: int) -> np.ndarray:
         return np.round(_uniform(self.rng, self.config.randomization.push_interval_s, k) / self.dt)
@@ -376,6 +412,10 @@ class H1_2Velocity(Task):
         """The weighted terms times ``dt`` (per second of simulated time), the total clipped at 0 with
         ``only_positive_rewards``."""
         total, terms = super().reward(state, action)
+        if self.penalty_level != 1.0:
+            w = self.config.reward_weights
+            terms = {k: v * self.penalty_level if w[k] < 0 else v for k, v in terms.items()}
+            total = np.sum(list(terms.values()), axis=0)
         if self.config.legged.only_positive_rewards:
             total = np.maximum(total, 0.0)
         return total * self.dt, {k: v * self.dt for k, v in terms.items()}

@@ -159,6 +159,26 @@ def test_the_mirror_of_an_observation_is_the_observation_of_the_mirrored_robot(t
     env.close()
 
 
+def test_the_penalty_curriculum_scales_penalties_in_training_only():
+    cfg = H1_2VelocityConfig()
+    cfg.penalty_curriculum.enabled, cfg.penalty_curriculum.step = True, 0.1
+    env = make_env("h1_2-velocity", n_envs=4, seed=0, config=cfg)
+    env.reset()
+    task = env.task
+    assert task.curriculum_levels() == {"penalty": pytest.approx(0.1)}
+    a = np.random.default_rng(0).uniform(-1, 1, (4, 12))
+    _, _, _, _, info = env.step(a)  # the first step: the last action was zero
+    expected = 0.1 * -0.01 * 0.02 * np.mean(np.sum(a**2, axis=1))
+    assert info.reward_terms["action_rate"] == pytest.approx(expected)
+    assert info.reward_terms["alive"] == pytest.approx(0.15 * 0.02)  # positive terms keep their weight
+    task.steps[:] = [600, 600, 600, 100]  # three episodes past up_s (10 s), one short of down_s (4 s)
+    task.on_reset(np.arange(4))
+    assert task.penalty_level == pytest.approx(0.3)
+    task.training = False
+    assert task.penalty_level == 1.0 and task.curriculum_levels() == {"penalty": 1.0}
+    env.close()
+
+
 def test_reward_terms_are_finite_and_weighted_per_second():
     env = velocity_env(n=8)
     env.reset()
