@@ -3,7 +3,9 @@
 Per iteration: roll out ``n_steps`` over all envs, bootstrap time-limit truncations with the
 value of the final observation, compute GAE, then ``epochs`` passes of clipped-surrogate
 updates over ``minibatches`` shuffled minibatches, with an adaptive (KL-targeting) or linear
-learning rate.
+learning rate. With ``symmetry``, each minibatch also carries its mirror image under the task's
+left-right symmetry (Mittal et al. 2024, as in rsl_rl), so that one rollout teaches both sides.
+The update may run on more torch threads than the rollout: the simulator idles meanwhile.
 """
 
 from __future__ import annotations

@@ -100,19 +100,23 @@ def write_free_joint(qpos: np.ndarray, vel: np.ndarray, q: int, v: int, init: In
 class PhysicsTable:
     """Each env's domain-randomization parameters, relative to nominal (PhysicsParams' meaning).
 
-    ``friction``, ``mass_scale``, ``added_base_mass``: (n,) arrays, starting at 1, 1 and 0 kg.
+    ``friction``, ``mass_scale``, ``added_base_mass``, ``kp_scale``, ``kd_scale``: (n,) arrays, starting at 1,
+    1, 0 kg, 1 and 1.
     """
+
+    FIELDS = ("friction", "mass_scale", "added_base_mass", "kp_scale", "kd_scale")
 
     def __init__(self, n_envs: int, robot: RobotSpec, has_base: bool):
         self.robot, self.has_base = robot, has_base
         self.friction, self.mass_scale, self.added_base_mass = np.ones(n_envs), np.ones(n_envs), np.zeros(n_envs)
+        self.kp_scale, self.kd_scale = np.ones(n_envs), np.ones(n_envs)
 
     def update(self, ids: np.ndarray, params: PhysicsParams) -> None:
         """Store the fields ``params`` sets for envs ``ids`` (k,); mass on a robot without a base to
         carry it raises ValueError before anything is stored."""
         if params.added_base_mass is not None and not self.has_base and np.any(params.added_base_mass):
             raise ValueError(f"{self.robot.name} has no floating base to add mass to")
-        for name in ("friction", "mass_scale", "added_base_mass"):
+        for name in self.FIELDS:
             value = getattr(params, name)
             if value is not None:
                 getattr(self, name)[ids] = value

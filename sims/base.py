@@ -33,7 +33,7 @@ CAPABILITIES = {
     "render": "RGB camera rendering",
     "state": "full-state get/set (set_state restores a get_state row to rounding)",
     "exact_state": "bit-exact restore: a get_state row set into any env, at any later time, replays bit for bit",
-    "physics_params": "per-env friction, added base mass and link mass scale (domain randomization)",
+    "physics_params": "per-env friction, added base mass, link mass scale and PD gain scales (domain randomization)",
     "push": "velocity kicks to the floating base",
     "fixture_pose": "per-env pose of a fixed scene body (the peg board)",
     "applied_wrench": "an external force and torque on a named body, held at every physics step until changed",
@@ -102,11 +102,15 @@ class PhysicsParams:
     friction:        (k,) multiplier of the sliding friction of every robot–scene contact
     added_base_mass: (k,) kg added to the base body (after mass_scale)
     mass_scale:      (k,) multiplier of every robot link's mass and rotational inertia
+    kp_scale:        (k,) multiplier of every actuated joint's PD stiffness (``pd`` control; actuator randomization)
+    kd_scale:        (k,) multiplier of every actuated joint's PD damping (``pd`` control)
     """
 
     friction: np.ndarray | None = None
     added_base_mass: np.ndarray | None = None
     mass_scale: np.ndarray | None = None
+    kp_scale: np.ndarray | None = None
+    kd_scale: np.ndarray | None = None
 
 
 @runtime_checkable

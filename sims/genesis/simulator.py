@@ -95,7 +95,7 @@ def init_genesis():
 def make_scene(gs, robot: RobotSpec, model, vis_options=None, batch_links_info: bool = False):
     """An unbuilt scene holding ``robot`` (and a floor for floating bases). Returns (scene, entity).
 
-    ``batch_links_info``: per-env link masses and inertias (domain randomization)."""
+    ``batch_links_info``: per-env link masses and inertias and per-env dof gains (domain randomization)."""
     import mujoco
 
     integrator = mujoco.mjtIntegrator(int(model.opt.integrator)).name
@@ -104,6 +104,7 @@ def make_scene(gs, robot: RobotSpec, model, vis_options=None, batch_links_info: 
         integrator=gs.integrator.Euler if integrator == "mjINT_EULER" else gs.integrator.implicitfast,
         constraint_timeconst=MUJOCO_TIMECONST,
         batch_links_info=batch_links_info,
+        batch_dofs_info=batch_links_info,
     )
     sim = gs.options.SimOptions(dt=float(model.opt.timestep), substeps=1, gravity=tuple(model.opt.gravity))
     scene = gs.Scene(
@@ -270,7 +271,8 @@ class GenesisSimulator:
         of the two geoms' friction x ratio, as MuJoCo takes the larger friction, so the ratio scales
         every contact's). Masses: the per-env link masses and inertias (the scene is built with
         RigidOptions(batch_links_info=True)), written as nominal x scale with the added mass on the
-        base link; Genesis then recomputes the inverse weights (like MuJoCo's mj_setConst)."""
+        base link; Genesis then recomputes the inverse weights (like MuJoCo's mj_setConst). PD gains: the
+        per-env kp and kv of the actuated dofs (the scene is built with batch_dofs_info=True)."""
         torch, e = self._torch, self.entity
         ids = np.asarray(env_ids, dtype=np.int64)
         if ids.size == 0:
@@ -283,6 +285,10 @@ class GenesisSimulator:
             ratio = self._t(t.friction[ids])
             solver = self.scene.rigid_solver
             solver.set_geoms_friction_ratio(ratio[:, None].expand(-1, solver.n_geoms).contiguous(), None, ids_t)
+        if (params.kp_scale is not None or params.kd_scale is not None) and self.config.control == "pd":
+            act = self._act  # kp first: Genesis' set_dofs_kp resets the whole PD, kv included
+            e.set_dofs_kp(self._t(t.kp_scale[ids, None] * self.robot.kp[act]), self._act_dofs, envs_idx=ids_t)
+            e.set_dofs_kv(self._t(t.kd_scale[ids, None] * self.robot.kd[act]), self._act_dofs, envs_idx=ids_t)
         if params.mass_scale is None and params.added_base_mass is None:
             return
         scale = self._t(t.mass_scale[ids])

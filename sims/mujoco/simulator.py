@@ -160,7 +160,8 @@ class MujocoSimulator:
 
     # -- domain randomization -------------------------------------------------------------
     def set_physics(self, env_ids: np.ndarray, params: PhysicsParams) -> None:
-        """Per-env model copies (made on first use) carry each env's friction and masses."""
+        """Per-env model copies (made on first use) carry each env's friction, masses and PD gains (the general
+        actuators' gain kp and bias −kp, −kd)."""
         m, ids = self.model, np.asarray(env_ids, dtype=np.int64)
         base = self._mj.mj_name2id(m, self._mj.mjtObj.mjOBJ_BODY, self.robot.base_body or "")
         if not self._own_models:
@@ -176,6 +177,10 @@ class MujocoSimulator:
             mi.body_inertia[1:] = m.body_inertia[1:] * t.mass_scale[i]
             if base > 0:
                 mi.body_mass[base] += t.added_base_mass[i]
+            if self.config.control == "pd":
+                mi.actuator_gainprm[:, 0] = m.actuator_gainprm[:, 0] * t.kp_scale[i]
+                mi.actuator_biasprm[:, 1] = m.actuator_biasprm[:, 1] * t.kp_scale[i]
+                mi.actuator_biasprm[:, 2] = m.actuator_biasprm[:, 2] * t.kd_scale[i]
 
     def set_fixture_pose(self, body: str, env_ids: np.ndarray, pos: np.ndarray, quat: np.ndarray) -> None:
         """Move a static scene body (a child of the world without joints) in the envs' own model copies."""

@@ -197,8 +197,9 @@ class PybulletSimulator:
     def set_physics(self, env_ids: np.ndarray, params: PhysicsParams) -> None:
         """Friction: the robot links' lateral friction (1 nominally; PyBullet multiplies it with the
         scene body's, so this scales every robot–scene contact's friction). Masses: changeDynamics
-        on every link (``client.LinkDynamics``). Parameters are not part of get_state rows, and
-        restoreState keeps them (they are model, not state)."""
+        on every link (``client.LinkDynamics``). PD gains: this adapter's own PD reads the scales at
+        each step. Parameters are not part of get_state rows, and restoreState keeps them (they are
+        model, not state)."""
         ids = np.asarray(env_ids, dtype=np.int64)
         self._physics.update(ids, params)
         masses = params.added_base_mass is not None or params.mass_scale is not None
@@ -282,12 +283,13 @@ class PybulletSimulator:
         """``decimation`` physics steps of env ``i`` with PD (or torque) evaluated at each."""
         p, body, ix, kw = self._p, self._world.body, self._ix, {"physicsClientId": self._clients[i]}
         pd, last = self.config.control == "pd", self.config.decimation - 1
+        kp, kd = ix.kp * self._physics.kp_scale[i], ix.kd * self._physics.kd_scale[i]
         tau = np.clip(command, -ix.limit, ix.limit)
         for k in range(self.config.decimation):
             if pd:
                 js = p.getJointStates(body, ix.act, **kw)
                 q, dq = np.array([s[0] for s in js]), np.array([s[1] for s in js])
-                tau = np.clip(ix.kp * (command - q) - ix.kd * dq, -ix.limit, ix.limit)
+                tau = np.clip(kp * (command - q) - kd * dq, -ix.limit, ix.limit)
             if k == last and ix.imu_link is not None:  # IMU velocity before the last physics step
                 self._imu[i, 10:13] = p.getLinkState(body, ix.imu_link, computeLinkVelocity=1, **kw)[6]
             p.setJointMotorControlArray(body, ix.act, p.TORQUE_CONTROL, forces=tau, **kw)

@@ -18,8 +18,8 @@ early falls from paying off while penalties outweigh the alive bonus). Episodes 
 pelvis tilts past ``fall_tilt`` (|gravity_xy| in the base frame) or drops below ``fall_height``.
 
 Domain randomization (``randomization.enabled``): friction, added base mass and link mass scale
-drawn at every reset, horizontal velocity pushes at random intervals, and a per-episode action
-delay of 0..``action_delay_steps`` control steps.
+drawn at every reset, horizontal velocity pushes at random intervals, a per-episode action
+delay of 0..``action_delay_steps`` control steps, and (off by default) PD gain scales.
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ class Randomization:
     push_interval_s: tuple[float, float] = (4.0, 8.0)  # time between pushes, drawn per push
     push_velocity: float = 0.5  # m/s, largest horizontal kick per axis
     action_delay_steps: int = 1  # each episode draws a delay in 0..this many control steps
+    kp_scale: tuple[float, float] = (1.0, 1.0)  # PD stiffness multiplier per episode (actuator randomization)
+    kd_scale: tuple[float, float] = (1.0, 1.0)  # PD damping multiplier per episode
 
 
 # per second (legged_gym's convention; unitree_rl_gym's H1-2 values plus a torque penalty)
@@ -274,18 +276,21 @@ class H1_2Velocity(Task):
         return np.round(_uniform(self.rng, self.config.randomization.push_interval_s, k) / self.dt)
 
     def sample_physics(self, env_ids: np.ndarray) -> PhysicsParams | None:
-        """Friction multiplier, added base mass [kg] and mass scale per env (remembered for the privileged observation);
-        None when randomization is off."""
+        """Friction multiplier, added base mass [kg] and mass scale per env (remembered for the privileged observation)
+        and, when their ranges are not (1, 1), PD gain scales; None when randomization is off."""
         r, k = self.config.randomization, len(env_ids)
         if not r.enabled:
             return None
         self.friction[env_ids] = _uniform(self.rng, r.friction, k)
         self.added_mass[env_ids] = _uniform(self.rng, r.added_base_mass, k)
         self.mass_scale[env_ids] = _uniform(self.rng, r.mass_scale, k)
+        gains = lambda bounds: None if tuple(bounds) == (1.0, 1.0) else _uniform(self.rng, bounds, k)  # noqa: E731
         return PhysicsParams(
             friction=self.friction[env_ids],
             added_base_mass=self.added_mass[env_ids],
             mass_scale=self.mass_scale[env_ids],
+            kp_scale=gains(r.kp_scale),
+            kd_scale=gains(r.kd_scale),
         )
 
     def sample_pushes(self) -> tuple[np.ndarray, np.ndarray] | None:

@@ -423,6 +423,30 @@ def test_added_mass_and_mass_scale_change_the_weight_on_the_feet(sim_name):
 
 
 @pytest.mark.parametrize("sim_name", SIMS)
+def test_pd_gain_scales_scale_the_motor_torques(sim_name):
+    """One physics step from rest (stiffness) and from a joint velocity (damping): the torque each env's PD
+    reports is its scale times the nominal env's."""
+    from embody.sims import PhysicsParams
+
+    sim = build(sim_name, n=3, decimation=1)
+    needs(sim, "physics_params")
+    spec, ids = sim.robot, np.array([1, 2])
+    sim.set_physics(ids, PhysicsParams(kp_scale=np.array([0.5, 2.0]), kd_scale=np.array([2.0, 0.5])))
+    sim.reset(np.arange(3), airborne(spec, 3))
+    sim.step(np.tile(spec.default_pose + 0.05, (3, 1)))  # from rest: kp (q* − q)
+    tau = sim.state().joint_torque
+    np.testing.assert_allclose(tau[1], 0.5 * tau[0], rtol=0.02, atol=0.05)
+    np.testing.assert_allclose(tau[2], 2.0 * tau[0], rtol=0.02, atol=0.05)
+    sim.reset(np.arange(3), airborne(spec, 3, joint_vel=np.full((3, spec.n_joints), 0.5)))
+    sim.step(np.tile(spec.default_pose, (3, 1)))  # at the target, moving: −kd q̇
+    tau = sim.state().joint_torque
+    np.testing.assert_allclose(tau[1], 2.0 * tau[0], rtol=0.02, atol=0.05)
+    np.testing.assert_allclose(tau[2], 0.5 * tau[0], rtol=0.02, atol=0.05)
+    assert np.abs(tau[0]).max() > 0.4  # the damping torques are there to compare
+    sim.close()
+
+
+@pytest.mark.parametrize("sim_name", SIMS)
 def test_friction_scales_the_deceleration_of_a_sliding_robot(sim_name):
     """The H1-2 dropped on its back (5 cm) sliding feet first at 2 m/s: on flat ground, sliding
     friction decelerates it at mu * g. (Standing, its feet stick even at mu = 0.2: the body

@@ -70,6 +70,16 @@ def test_domain_randomization_reaches_the_simulator_and_the_privileged_observati
     assert (np.abs(push[:, :2]) > 0).any() and (push[:, 2] == 0).all()
 
 
+def test_pd_gain_randomization_reaches_the_simulator_only_when_asked():
+    env = velocity_env(n=8, kp_scale=(0.8, 1.2), kd_scale=(0.5, 1.5))
+    env.reset()
+    kp = np.array([m.actuator_gainprm[0, 0] for m in env.sim._models]) / env.sim.model.actuator_gainprm[0, 0]
+    kd = np.array([m.actuator_biasprm[0, 2] for m in env.sim._models]) / env.sim.model.actuator_biasprm[0, 2]
+    assert kp.min() >= 0.8 and kp.max() <= 1.2 and kp.std() > 0 and kd.min() >= 0.5 and kd.max() <= 1.5
+    params = velocity_env(n=2).task.sample_physics(np.arange(2))  # the default: gains untouched
+    assert params.kp_scale is None and params.kd_scale is None
+
+
 def test_action_delay_applies_the_previous_action():
     env = velocity_env(n=2, action_delay_steps=1)
     env.reset()
