@@ -408,4 +408,6 @@ def serve(robot: str, iface: str = "lo", domain: int = 0, band: bool = False, du
         flush=True,
     )
     server.run(duration_s, ready=ready)
+    if server.robot.floating_base:  # where the robot ended up: a deploy's walk, measured by the simulator
+        server.stats["base_pos_m"] = [round(float(x), 3) for x in server.physics.state().privileged.base_pos[0]]
     print(f"robot-sim {robot}: stopped; {server.stats}", flush=True)

@@ -111,6 +111,7 @@ def test_deploy_runs_the_whole_sequence_on_the_simulated_robot(velocity_run, tmp
         assert out.returncode == 0 and summary["policy_s"] >= 1.0
     assert summary["policy_steps"] > 0 and summary["driver"]["crc_errors"] == 0
     assert "'band': False" in summary["robot_sim"]  # released when the policy started
+    assert "'base_pos_m': [" in summary["robot_sim"]  # where the simulated robot ended up
     from embody.datasets.format import load
 
     episode = load(tmp_path / "deployed").episode(0)
