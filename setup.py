@@ -35,7 +35,9 @@ for package, folder in ROOTS.items():
     packages += [f"{package}.{sub}" for sub in find_packages(folder)]
 
 # model files, motion clips and PDDL under assets/ live in plain folders, not packages
-package_data = {"embody.assets": ["**/*.xml", "**/*.urdf", "**/*.yaml", "**/*.json", "**/*.pddl", "**/*.npz"]}
+package_data = {
+    "embody.assets": ["**/*.xml", "**/*.urdf", "**/*.yaml", "**/*.json", "**/*.pddl", "**/*.npz", "**/*.safetensors"]
+}
 
 plugins = [
     f"{d.name} = embody.papers.{d.name}.plugin:register"

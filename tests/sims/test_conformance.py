@@ -424,24 +424,25 @@ def test_added_mass_and_mass_scale_change_the_weight_on_the_feet(sim_name):
 
 @pytest.mark.parametrize("sim_name", SIMS)
 def test_pd_gain_scales_scale_the_motor_torques(sim_name):
-    """One physics step from rest (stiffness) and from a joint velocity (damping): the torque each env's PD
-    reports is its scale times the nominal env's."""
+    """One short physics step (0.1 ms) from rest (stiffness) and from a joint velocity (damping): the torque each
+    env's PD reports is its scale times the nominal env's (Genesis reports the PD force after the step, which
+    the short step keeps within a few percent of the one before it)."""
     from embody.sims import PhysicsParams
 
-    sim = build(sim_name, n=3, decimation=1)
+    sim = build(sim_name, n=3, decimation=1, physics_dt=1e-4)
     needs(sim, "physics_params")
     spec, ids = sim.robot, np.array([1, 2])
     sim.set_physics(ids, PhysicsParams(kp_scale=np.array([0.5, 2.0]), kd_scale=np.array([2.0, 0.5])))
     sim.reset(np.arange(3), airborne(spec, 3))
     sim.step(np.tile(spec.default_pose + 0.05, (3, 1)))  # from rest: kp (q* − q)
     tau = sim.state().joint_torque
-    np.testing.assert_allclose(tau[1], 0.5 * tau[0], rtol=0.02, atol=0.05)
-    np.testing.assert_allclose(tau[2], 2.0 * tau[0], rtol=0.02, atol=0.05)
+    np.testing.assert_allclose(tau[1], 0.5 * tau[0], rtol=0.05, atol=0.05)
+    np.testing.assert_allclose(tau[2], 2.0 * tau[0], rtol=0.05, atol=0.05)
     sim.reset(np.arange(3), airborne(spec, 3, joint_vel=np.full((3, spec.n_joints), 0.5)))
     sim.step(np.tile(spec.default_pose, (3, 1)))  # at the target, moving: −kd q̇
     tau = sim.state().joint_torque
-    np.testing.assert_allclose(tau[1], 2.0 * tau[0], rtol=0.02, atol=0.05)
-    np.testing.assert_allclose(tau[2], 0.5 * tau[0], rtol=0.02, atol=0.05)
+    np.testing.assert_allclose(tau[1], 2.0 * tau[0], rtol=0.05, atol=0.05)
+    np.testing.assert_allclose(tau[2], 0.5 * tau[0], rtol=0.05, atol=0.05)
     assert np.abs(tau[0]).max() > 0.4  # the damping torques are there to compare
     sim.close()
 
