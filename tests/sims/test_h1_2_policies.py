@@ -1,0 +1,34 @@
+"""The committed H1-2 walking policies (assets/h1_2/policies): they load against today's task and walk."""
+
+import numpy as np
+import pytest
+import torch
+
+from embody.assets import asset_path
+from embody.runs import build_env, load_run, load_run_checkpoint
+
+POLICIES = sorted(asset_path("h1_2/policies").glob("velocity-seed*"))
+
+
+def test_the_walking_policies_are_committed():
+    assert len(POLICIES) == 3, POLICIES
+
+
+@pytest.mark.parametrize("run", POLICIES, ids=lambda p: p.name)
+def test_a_committed_policy_walks_forward_on_command(run):
+    """5 s at 0.5 m/s forward, randomization off: no fall, at least 1.25 m covered (half the command's
+    distance: the policies track forward speed within ~0.3 m/s after 30 minutes of training)."""
+    cfg, _ = load_run(run)
+    cfg.env["randomization"]["enabled"] = False
+    env = build_env(cfg, n_envs=2, seed=0, evaluation=True)
+    policy = load_run_checkpoint(run, expect=env).policy  # the observation spec still fits
+    obs, _ = env.reset()
+    env.task.set_commands(np.arange(2), np.tile([0.5, 0.0, 0.0], (2, 1)))
+    obs = env.task.observe(env.sim.state())
+    x0 = env.sim.state().privileged.base_pos[:, 0].copy()
+    for _ in range(250):
+        obs, _, terminated, truncated, _ = env.step(policy.act(torch.as_tensor(obs)).numpy())
+        assert not (terminated | truncated).any()
+    covered = env.sim.state().privileged.base_pos[:, 0] - x0
+    assert (covered > 1.25).all(), covered
+    env.close()
