@@ -59,7 +59,7 @@ def test_bench_learning_trains_evaluates_and_compares_with_random(tmp_path):
                 "--seeds",
                 "1",
                 "--budget",
-                "10",
+                "120",  # the step count ends it; the budget only guards against a hang (a loaded machine is slow)
                 "--steps",
                 "20000",
                 "--set",
