@@ -71,6 +71,16 @@ REWARD_WEIGHTS = {
     "alive": 0.15,
 }
 
+# h1_2-velocity's own (issue 19): the yaw rate tracked as averaged over a gait period, its in-gait swing
+# penalized separately, and joint speeds kept inside the vendor's limits (which the deploy supervisor enforces)
+VELOCITY_REWARD_WEIGHTS = {
+    **{k: w for k, w in REWARD_WEIGHTS.items() if k != "tracking_ang_vel"},
+    "tracking_yaw_gait": 0.5,
+    "yaw_oscillation": -0.5,
+    "dof_vel": -1e-3,
+    "dof_vel_limits": -1.0,
+}
+
 
 @dataclass
 class Commands:
@@ -97,6 +107,7 @@ class Legged:
     fall_tilt: float = 0.7  # |gravity_xy| in the base frame: ~44°
     fall_height: float = 0.6  # m
     init_joint_noise: float = 0.05  # rad, uniform, legs
+    soft_velocity_limit: float = 0.9  # share of each joint's velocity limit past which dof_vel_limits counts
 
 
 @dataclass
@@ -119,7 +130,7 @@ class H1_2VelocityConfig(TaskConfig):
 
     sim: SimConfig = field(default_factory=lambda: SimConfig(physics_dt=0.005, decimation=4))
     max_episode_steps: int = 1000  # 20 s
-    reward_weights: dict[str, float] = field(default_factory=lambda: dict(REWARD_WEIGHTS))
+    reward_weights: dict[str, float] = field(default_factory=lambda: dict(VELOCITY_REWARD_WEIGHTS))
     commands: Commands = field(default_factory=Commands)
     legged: Legged = field(default_factory=Legged)
     randomization: Randomization = field(default_factory=Randomization)
@@ -164,10 +175,13 @@ class H1_2Velocity(Task):
         self.dt = c.sim.physics_dt * c.sim.decimation
         self.mount = imu_mount(robot)
         self.legs = robot.group("legs")
+        self.leg_speed_limit = robot.velocity_limit[self.legs]  # rad/s
         self.last_action = np.zeros((n_envs, len(self.legs)))
         self.q0 = robot.default_pose
         self.weight = robot_weight(robot)
         self.commands = np.zeros((n_envs, 3))
+        # base (vx, vy, yaw rate) over the last gait period, a ring indexed by step count (gait averages)
+        self.velocity_history = np.zeros((round(c.legged.gait_period_s / self.dt), n_envs, 3))
         self.steps = np.zeros(n_envs, dtype=np.int64)  # control steps since reset
         r = c.randomization
         self.friction, self.added_mass, self.mass_scale = np.ones(n_envs), np.zeros(n_envs), np.ones(n_envs)
@@ -251,6 +265,7 @@ class H1_2Velocity(Task):
         super().on_reset(env_ids)
         r, k = self.config.randomization, len(env_ids)
         self.steps[env_ids] = 0
+        self.velocity_history[:, env_ids] = 0.0
         self.action_history[:, env_ids] = 0.0
         self.push_vel[env_ids] = 0.0
         self.last_push_step[env_ids] = -(10**9)
@@ -394,12 +409,22 @@ class H1_2Velocity(Task):
         ).astype(np.float32)
 
     def step_metrics(self, state: RobotState) -> dict[str, np.ndarray]:
-        """``lin_vel_error``: ‖v*_xy − v_xy‖ [m/s] (base frame); ``yaw_rate_error``: |ω*_z − ω_z| [rad/s]."""
-        p = state.privileged
+        """``lin_vel_error``: ‖v*_xy − v_xy‖ [m/s] (base frame); ``yaw_rate_error``: |ω*_z − ω_z| [rad/s]; their
+        ``_gait`` forms with the velocities averaged over the last gait period (a walking base swings within each
+        step at any tracking skill); ``over_speed``: 1 where a leg joint moves faster than its velocity limit
+        (the deploy supervisor's fault)."""
+        p, avg = state.privileged, self.gait_velocity()
         return {
             "lin_vel_error": np.linalg.norm(self.commands[:, :2] - p.base_lin_vel[:, :2], axis=1),
             "yaw_rate_error": np.abs(self.commands[:, 2] - p.base_ang_vel[:, 2]),
+            "lin_vel_error_gait": np.linalg.norm(self.commands[:, :2] - avg[:, :2], axis=1),
+            "yaw_rate_error_gait": np.abs(self.commands[:, 2] - avg[:, 2]),
+            "over_speed": (np.abs(state.joint_vel[:, self.legs]) > self.leg_speed_limit).any(axis=1).astype(np.float64),
         }
+
+    def gait_velocity(self) -> np.ndarray:
+        """(n, 3) base (vx, vy, yaw rate) averaged over the last gait period (zeros before a reset count)."""
+        return self.velocity_history.mean(axis=0)
 
     # -- terminations and rewards ----------------------------------------------------------
     def _gravity(self, state: RobotState) -> np.ndarray:
@@ -415,7 +440,12 @@ class H1_2Velocity(Task):
 
     def reward(self, state: RobotState, action: np.ndarray):
         """The weighted terms times ``dt`` (per second of simulated time), the total clipped at 0 with
-        ``only_positive_rewards``."""
+        ``only_positive_rewards``. Also records the step's base velocity for the gait averages (called once per
+        step, before ``step_metrics``)."""
+        p = state.privileged
+        self.velocity_history[self.steps % len(self.velocity_history), np.arange(self.n_envs)] = np.concatenate(
+            [p.base_lin_vel[:, :2], p.base_ang_vel[:, 2:]], axis=1
+        )
         total, terms = super().reward(state, action)
         if self.penalty_level != 1.0:
             w = self.config.reward_weights
@@ -434,6 +464,25 @@ class H1_2Velocity(Task):
         """exp(−(ω*_z − ω_z)² / σ), yaw rate [rad/s]."""
         err = (self.commands[:, 2] - state.privileged.base_ang_vel[:, 2]) ** 2
         return np.exp(-err / self.config.legged.tracking_sigma)
+
+    def reward_tracking_yaw_gait(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        """exp(−(ω*_z − ω̄_z)² / σ), ω̄_z the yaw rate averaged over the last gait period [rad/s]: the swing of the
+        pelvis within a step, ±0.5–1 rad/s, flattens the instantaneous form and hides the turning it should reward."""
+        err = (self.commands[:, 2] - self.gait_velocity()[:, 2]) ** 2
+        return np.exp(-err / self.config.legged.tracking_sigma)
+
+    def reward_yaw_oscillation(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        """(ω_z − ω̄_z)² [rad²/s²]: the yaw rate's swing about its gait-period average."""
+        return (state.privileged.base_ang_vel[:, 2] - self.gait_velocity()[:, 2]) ** 2
+
+    def reward_dof_vel(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        """Σ q̇² over the leg joints [rad²/s²]."""
+        return np.sum(state.joint_vel[:, self.legs] ** 2, axis=1)
+
+    def reward_dof_vel_limits(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        """Σ of leg joint speeds past ``soft_velocity_limit`` of their limits [rad/s]."""
+        limit = self.config.legged.soft_velocity_limit * self.leg_speed_limit
+        return np.sum(np.clip(np.abs(state.joint_vel[:, self.legs]) - limit, 0, None), axis=1)
 
     def reward_lin_vel_z(self, state: RobotState, action: np.ndarray) -> np.ndarray:
         return state.privileged.base_lin_vel[:, 2] ** 2

@@ -131,6 +131,42 @@ def test_evaluation_reports_tracking_errors_and_survival(tmp_path):
     assert env.task.terminations_are_falls
 
 
+def test_gait_averages_cover_the_last_gait_period():
+    env = velocity_env(n=2, enabled=False)
+    env.reset()
+    env.task.set_commands(np.arange(2), np.array([[0.5, 0.0, 0.3], [0.0, 0.2, -0.3]]))
+    period, rng, seen = len(env.task.velocity_history), np.random.default_rng(0), []
+    assert period == 40  # 0.8 s of 0.02 s control steps
+    for _ in range(period + 7):
+        _, _, _, _, info = env.step(rng.uniform(-0.3, 0.3, (2, 12)))
+        p = env.sim.state().privileged
+        seen.append(np.concatenate([p.base_lin_vel[:, :2], p.base_ang_vel[:, 2:]], axis=1))
+    mean = np.mean(seen[-period:], axis=0)
+    np.testing.assert_allclose(env.task.gait_velocity(), mean)
+    assert info.metrics["yaw_rate_error_gait"] == pytest.approx(np.abs([0.3, -0.3] - mean[:, 2]))
+    assert info.metrics["lin_vel_error_gait"] == pytest.approx(np.linalg.norm([[0.5, 0], [0, 0.2]] - mean[:, :2], axis=1))
+    swing = (env.sim.state().privileged.base_ang_vel[:, 2] - mean[:, 2]) ** 2
+    level = env.task.penalty_level  # the curriculum's, in training
+    assert info.reward_terms["yaw_oscillation"] == pytest.approx(level * -0.5 * 0.02 * swing.mean())
+    env.task.on_reset(np.array([0]))  # a reset forgets env 0's history only
+    assert (env.task.gait_velocity()[0] == 0).all() and (env.task.gait_velocity()[1] != 0).all()
+
+
+def test_joint_speeds_past_the_limits_are_penalized_and_reported():
+    import dataclasses
+
+    env = velocity_env(n=2, enabled=False)
+    env.reset()
+    state = env.sim.state()
+    task, limit = env.task, env.task.robot.velocity_limit[env.task.legs]
+    qd = state.joint_vel.copy()
+    qd[:, task.legs] = 0.5 * limit
+    qd[1, task.legs[3]] = -1.1 * limit[3]  # env 1's left knee past its limit
+    state = dataclasses.replace(state, joint_vel=qd)
+    np.testing.assert_allclose(task.reward_dof_vel_limits(state, None), [0.0, 0.2 * limit[3]])
+    assert task.step_metrics(state)["over_speed"].tolist() == [0.0, 1.0]
+
+
 @pytest.mark.parametrize("task", ["h1_2-velocity", "h1_2-stand"])
 def test_the_mirror_of_an_observation_is_the_observation_of_the_mirrored_robot(task):
     """Env 1 holds the mirror image of env 0's random state and command: its observation must be the task's
