@@ -42,6 +42,15 @@ class Sensors:
 
 
 @dataclass(frozen=True)
+class RetargetMap:
+    """A robot's side of motion retargeting (``embody.robots.retarget``): the model body at each keypoint
+    (left/right hip, shoulder, elbow, wrist) and the joints solved for."""
+
+    bodies: dict[str, str]
+    joints: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class RobotSpec:
     """Everything the stack needs to know about a robot, independent of any simulator.
 
@@ -58,6 +67,7 @@ class RobotSpec:
     base_body: str | None = None  # the floating base link (pelvis for the H1-2)
     default_base_pos: tuple[float, float, float] = (0.0, 0.0, 0.0)  # standing at the default pose [m]
     description: str = ""
+    retarget: RetargetMap | None = None  # keypoints for retargeting human motion onto the robot
     # left-right mirror: joint i's mirror image is joint mirror_joint[i] times mirror_sign[i] (None: not symmetric)
     mirror_joint: tuple[int, ...] | None = None
     mirror_sign: tuple[float, ...] | None = None

@@ -1,6 +1,6 @@
 """Unitree H1-2 humanoid: 27 actuated joints (legs, waist, arms with wrists), no hands."""
 
-from embody.robots.spec import Joint, RobotSpec, Sensors
+from embody.robots.spec import Joint, RetargetMap, RobotSpec, Sensors
 
 from . import constants as c
 
@@ -35,6 +35,7 @@ def make_spec() -> RobotSpec:
         default_base_pos=c.DEFAULT_BASE_POS,
         mirror_joint=c.MIRROR_JOINT,
         mirror_sign=c.MIRROR_SIGN,
+        retarget=RetargetMap(c.RETARGET_BODIES, c.RETARGET_JOINTS),
         description="Unitree H1-2 humanoid, 27 DoF without hands; vendor kinematics, inertia and gains",
     )
 

@@ -106,3 +106,18 @@ FEET_GEOMS = ("left_foot_sole", "right_foot_sole")
 # Published reference totals (vendor model without the hand links: 2 hand bases + 24 finger links).
 REFERENCE_MASS_NO_HANDS = 66.984  # kg; vendor with hands: 67.3676 kg
 REFERENCE_BASE_HEIGHT = 1.01512  # m, vendor pelvis height at DEFAULT_POSE with the lowest sole point on z=0
+
+# Retargeting human motion (embody.robots.retarget): the bodies whose origins are the keypoints (hip yaw,
+# shoulder pitch (fixed on the torso), elbow pitch and wrist pitch joints) and the joints solved for (the waist
+# and four per arm: ALMI's upper body; forearm twist and wrists are not determined by these points).
+RETARGET_BODIES = {
+    **{f"{s}_hip": f"{s}_hip_yaw_link" for s in ("left", "right")},
+    **{f"{s}_shoulder": f"{s}_shoulder_pitch_link" for s in ("left", "right")},
+    **{f"{s}_elbow": f"{s}_elbow_pitch_link" for s in ("left", "right")},
+    **{f"{s}_wrist": f"{s}_wrist_pitch_link" for s in ("left", "right")},
+}
+RETARGET_JOINTS = ("torso_joint",) + tuple(
+    f"{s}_{j}_joint"
+    for s in ("left", "right")
+    for j in ("shoulder_pitch", "shoulder_roll", "shoulder_yaw", "elbow_pitch")
+)
