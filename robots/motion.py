@@ -8,7 +8,7 @@ File format (``.safetensors``, one clip per file, never pickle):
 * tensors: ``joint_pos`` (T, J) float64; optionally ``root_pos`` (T, 3) and ``root_quat`` (T, 4).
 * safetensors metadata (str -> str):
   ``format = "embody.motion"``, ``format_version = "1"``, ``fps`` (a float, > 0),
-  ``joint_names`` (a JSON list of J names, the columns of ``joint_pos``) and ``label``.
+  ``joint_names`` (a JSON list of J names, the columns of ``joint_pos``), ``label`` and (optional) ``family``.
 
 ``save`` writes a temporary file and renames it into place, so a crash never leaves a partial
 clip; ``load`` refuses a missing, damaged, foreign, too new or inconsistent file with one
@@ -51,6 +51,7 @@ class MotionClip:
     root_pos: np.ndarray | None = None
     root_quat: np.ndarray | None = None
     label: str = ""
+    family: str = ""  # the kind of motion ("boxing"); held-out evaluation holds out whole families
 
     def __post_init__(self) -> None:
         self.joint_names = tuple(self.joint_names)
@@ -122,7 +123,7 @@ class MotionClip:
         fill = spec.default_pose if fill is None else np.asarray(fill, dtype=np.float64)
         q = np.tile(fill, (self.n_frames, 1))
         q[:, [spec.joint_names.index(n) for n in self.joint_names]] = self.joint_pos
-        return MotionClip(spec.joint_names, self.fps, q, self.root_pos, self.root_quat, self.label)
+        return MotionClip(spec.joint_names, self.fps, q, self.root_pos, self.root_quat, self.label, self.family)
 
     def save(self, path: str | Path) -> Path:
         """Write this clip to ``path`` (.safetensors) atomically."""
@@ -137,6 +138,7 @@ class MotionClip:
             "fps": repr(self.fps),
             "joint_names": json.dumps(list(self.joint_names)),
             "label": self.label,
+            "family": self.family,
         }
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         os.close(fd)
@@ -177,7 +179,13 @@ def _fields(meta: dict[str, str], tensors: dict[str, np.ndarray]) -> dict:
         raise MotionError(f"bad or missing metadata joint_names/fps: {e}") from None
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise MotionError(f"metadata joint_names is not a list of names: {meta['joint_names']!r}")
-    return dict(joint_names=tuple(names), fps=fps, label=meta.get("label", ""), **{n: tensors.get(n) for n in _TENSORS})
+    return dict(
+        joint_names=tuple(names),
+        fps=fps,
+        label=meta.get("label", ""),
+        family=meta.get("family", ""),
+        **{n: tensors.get(n) for n in _TENSORS},
+    )
 
 
 def load(path: str | Path) -> MotionClip:
@@ -237,14 +245,58 @@ def _twist(t, a, f, ph, s):
     return {"torso_joint": 0.8 * a * np.sin(2 * np.pi * f * t + ph)}
 
 
-MOTIONS: tuple[tuple[str, Offsets, str | None], ...] = (  # label, offsets, arm side (None: named joints)
-    ("wave left", _wave, "left"),
-    ("wave right", _wave, "right"),
-    ("reach left", _reach, "left"),
-    ("reach right", _reach, "right"),
-    ("arm swing", _swing, None),
-    ("waist twist", _twist, None),
+# H1-2 arm conventions: negative shoulder pitch raises the arm forward; at elbow pitch 0 the forearm is at a right
+# angle to the upper arm, positive straightens it, negative folds it up.
+def _both(fn):
+    """A one-arm motion on both arms (the right one half a period later)."""
+    return lambda t, a, f, ph, s: {
+        f"{side}_{k}_joint": v
+        for side, sign, shift in (("left", 1.0, 0.0), ("right", -1.0, np.pi))
+        for k, v in fn(t, a, f, ph + shift, sign).items()
+    }
+
+
+def _punch(t, a, f, ph, s):
+    hit = np.clip(np.sin(2 * np.pi * f * t + ph), 0.0, None) ** 2  # guard (0) -> full extension (1) -> guard
+    return {
+        "shoulder_pitch": -0.3 - 0.9 * a * hit,
+        "shoulder_roll": s * 0.1 + 0 * t,
+        "elbow_pitch": -0.6 + 1.5 * a * hit,
+    }
+
+
+def _overhead(t, a, f, ph, s):
+    up = 0.5 * (1.0 - np.cos(2 * np.pi * f * t))
+    return {"shoulder_pitch": -2.6 * a * up, "shoulder_roll": s * 0.15 * a * up, "elbow_pitch": 1.2 * a * up}
+
+
+def _carry(t, a, f, ph, s):
+    bob = 0.15 * a * np.sin(2 * np.pi * f * t + ph)
+    return {"shoulder_pitch": -0.4 * a + bob, "shoulder_roll": -s * 0.15 * a + 0 * t, "elbow_pitch": -0.3 * a - bob}
+
+
+def _point(t, a, f, ph, s):
+    aim = np.tanh(4.0 * np.sin(2 * np.pi * 0.5 * f * t + ph))  # holds one direction, then swings to the other
+    return {"shoulder_pitch": -1.4 * a + 0 * t, "shoulder_yaw": 0.6 * a * aim, "elbow_pitch": 1.4 * a + 0 * t}
+
+
+# family, label, offsets, arm side (None: the offsets name their joints), speed (× FREQUENCIES: large motions are slower)
+MOTIONS: tuple[tuple[str, str, Offsets, str | None, float], ...] = (
+    ("wave", "wave left", _wave, "left", 1.0),
+    ("wave", "wave right", _wave, "right", 1.0),
+    ("reach", "reach left", _reach, "left", 1.0),
+    ("reach", "reach right", _reach, "right", 1.0),
+    ("arm swing", "arm swing", _swing, None, 1.0),
+    ("waist twist", "waist twist", _twist, None, 1.0),
+    ("boxing", "boxing", _both(_punch), None, 1.0),
+    ("overhead reach", "overhead reach", _both(_overhead), None, 0.5),
+    ("wave both", "wave both arms", _both(_wave), None, 1.0),
+    ("carry", "carry", _both(_carry), None, 1.0),
+    ("point", "point left", _point, "left", 1.0),
+    ("point", "point right", _point, "right", 1.0),
 )
+FAMILIES = tuple(dict.fromkeys(m[0] for m in MOTIONS))
+DEFAULT_FAMILIES = ("wave", "reach", "arm swing", "waist twist")  # what h1_2-stand plays unless told otherwise
 
 
 def _envelope(t: np.ndarray) -> np.ndarray:
@@ -269,23 +321,31 @@ def _clip(
     return MotionClip(names, FPS, np.clip(q, lo, hi), label=label)
 
 
-def generate_library(spec: RobotSpec, seed: int = 0) -> list[MotionClip]:
-    """Upper-body clips (waves, reaches, arm swings, waist twists) at graded amplitude and speed.
+def generate_library(spec: RobotSpec, seed: int = 0, families: tuple[str, ...] = DEFAULT_FAMILIES) -> list[MotionClip]:
+    """Upper-body clips of the given FAMILIES (waves, reaches, arm swings, waist twists by default; boxing,
+    overhead reaches, two-arm waves, carrying, pointing) at graded amplitude and speed.
 
     Each is DURATION s at FPS over the ``upper_body`` joints in motor order, starts and ends at
     the default pose, stays MARGIN inside the joint ranges and within the velocity limits.
     ``seed`` draws the phases of the oscillations.
     """
+    unknown = sorted(set(families) - set(FAMILIES))
+    if unknown:
+        raise MotionError(f"unknown motion families {unknown}; valid: {', '.join(FAMILIES)}")
     rng = np.random.default_rng(seed)
     names = tuple(spec.joint_names[i] for i in spec.group("upper_body"))
     t = np.arange(round(DURATION * FPS) + 1) / FPS
     clips = []
-    for label, fn, side in MOTIONS:
+    for family, label, fn, side, speed in MOTIONS:
+        if family not in families:
+            continue
         for a in AMPLITUDES:
-            for f in FREQUENCIES:
+            for f in np.multiply(FREQUENCIES, speed):
                 s = 1.0 if side == "left" else -1.0
                 offsets = fn(t, a, f, float(rng.uniform(0, 2 * np.pi)), s)
-                clips.append(_clip(spec, names, offsets, t, side, f"{label}, amplitude {a}, {f} Hz"))
+                clip = _clip(spec, names, offsets, t, side, f"{label}, amplitude {a}, {f} Hz")
+                clip.family = family
+                clips.append(clip)
     limit = spec.velocity_limit[spec.group("upper_body")]
     for c in clips:
         if (np.abs(np.diff(c.joint_pos, axis=0)) * c.fps > limit).any():
@@ -293,4 +353,14 @@ def generate_library(spec: RobotSpec, seed: int = 0) -> list[MotionClip]:
     return clips
 
 
-__all__ = ["MotionClip", "MotionError", "load", "load_library", "generate_library", "FORMAT", "FORMAT_VERSION"]
+__all__ = [
+    "MotionClip",
+    "MotionError",
+    "load",
+    "load_library",
+    "generate_library",
+    "FAMILIES",
+    "DEFAULT_FAMILIES",
+    "FORMAT",
+    "FORMAT_VERSION",
+]

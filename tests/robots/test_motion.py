@@ -10,7 +10,15 @@ pytest.importorskip("safetensors")
 from safetensors.numpy import save_file  # noqa: E402
 
 from embody.robots.h1_2 import make_spec  # noqa: E402
-from embody.robots.motion import MotionClip, MotionError, generate_library, load, load_library  # noqa: E402
+from embody.robots.motion import (  # noqa: E402
+    DEFAULT_FAMILIES,
+    FAMILIES,
+    MotionClip,
+    MotionError,
+    generate_library,
+    load,
+    load_library,
+)
 
 SPEC = make_spec()
 NAMES = ("torso_joint", "left_elbow_pitch_joint")
@@ -151,14 +159,14 @@ def test_to_robot_fills_default_and_refuses_unknown():
 
 @pytest.fixture(scope="module")
 def library():
-    return generate_library(SPEC)
+    return generate_library(SPEC, families=FAMILIES)
 
 
 def test_library_valid(library):
     upper = SPEC.group("upper_body")
     names = tuple(SPEC.joint_names[i] for i in upper)
     lo, hi, vmax, q0 = SPEC.lower[upper], SPEC.upper[upper], SPEC.velocity_limit[upper], SPEC.default_pose[upper]
-    assert len(library) >= 4 * 9
+    assert len(library) >= 12 * 9
     assert len({c.label for c in library}) == len(library)
     for c in library:
         assert c.joint_names == names and c.fps == 50.0 and c.duration == pytest.approx(5.0)
@@ -166,16 +174,24 @@ def test_library_valid(library):
         assert (np.abs(np.diff(c.joint_pos, axis=0)) * c.fps <= vmax).all()
         np.testing.assert_allclose(c.joint_pos[[0, -1]], np.tile(q0, (2, 1)), atol=1e-12)
         assert np.abs(c.joint_pos - q0).max() > 0.05  # it moves
-    kinds = {c.label.split(",")[0] for c in library}
-    assert {"wave left", "wave right", "reach left", "reach right", "arm swing", "waist twist"} <= kinds
+    assert {c.family for c in library} == set(FAMILIES)
+    assert {"boxing", "overhead reach", "wave both", "carry", "point"} <= set(FAMILIES)
+
+
+def test_library_families_are_chosen_by_name():
+    default = generate_library(SPEC)
+    assert {c.family for c in default} == set(DEFAULT_FAMILIES)  # what h1_2-stand plays
+    held_out = generate_library(SPEC, families=("boxing", "carry"))
+    assert {c.family for c in held_out} == {"boxing", "carry"} and len(held_out) == 2 * 9
+    with pytest.raises(MotionError, match="unknown motion families \\['juggling'\\]"):
+        generate_library(SPEC, families=("juggling",))
 
 
 def test_library_amplitudes_graded_and_seeded(library):
-    q0 = SPEC.default_pose[SPEC.group("upper_body")]
     by_kind: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for c in library:
         kind, amp, freq = c.label.split(", ")
-        by_kind.setdefault((kind, freq), []).append((float(amp.split()[1]), np.abs(c.joint_pos - q0).max()))
+        by_kind.setdefault((kind, freq), []).append((float(amp.split()[1]), np.ptp(c.joint_pos, axis=0).max()))
     for levels in by_kind.values():
         assert len(levels) == 3
         peaks = [p for _, p in sorted(levels)]
@@ -191,4 +207,5 @@ def test_library_saves_and_loads(tmp_path, library):
         c.save(tmp_path / f"{i:02d}.safetensors")
     back = load_library(tmp_path)
     assert [c.label for c in back] == [c.label for c in library[:3]]
+    assert [c.family for c in back] == [c.family for c in library[:3]] and back[0].family
     assert back[0].to_robot(SPEC).joint_pos.shape == (251, SPEC.n_joints)
