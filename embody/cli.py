@@ -1,5 +1,5 @@
 """The ``embody`` command line: the core commands (list, train, distill, eval, video, sim2sim, robot-sim,
-deploy, record, replay, dataset, bench), the core groups registered by their own areas (plan, drive) and
+deploy, record, replay, dataset, bench), the core groups registered by their own areas (plan, drive, motion) and
 whatever plugins add (``embody.plugins``). Every command is registered the same way (``embody.commands``)
 and ends with an exit code from ``embody.exits``."""
 
@@ -25,7 +25,7 @@ from embody.commands import (
     positive_int,
 )
 
-CORE_COMMAND_MODULES = ("embody.planners.cli", "embody.sims.driving.cli")  # they register plan and drive
+CORE_COMMAND_MODULES = ("embody.planners.cli", "embody.sims.driving.cli", "embody.robots.cli")  # plan, drive, motion
 
 
 # ---------------------------------------------------------------- list

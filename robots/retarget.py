@@ -86,6 +86,9 @@ def _unit(v: np.ndarray) -> np.ndarray:
 def bvh_keypoints(motion: BvhMotion, path: Path, names: dict[str, str] | None = None) -> dict[str, np.ndarray]:
     """World positions (T, 3) of KEYPOINTS on the skeleton; ``names`` maps keypoints to joint names explicitly,
     the rest are looked up in BVH_NAMES. MotionError naming the file for a keypoint no joint maps to."""
+    unknown = sorted(set(names or {}) - set(KEYPOINTS))
+    if unknown:
+        raise MotionError(f"{path}: unknown keypoints {unknown}; valid: {', '.join(KEYPOINTS)}")
     pos, _ = motion.world()
     lookup = {j.name.lower().split(":")[-1]: i for i, j in enumerate(motion.joints)}
     exact = {j.name: i for i, j in enumerate(motion.joints)}

@@ -156,3 +156,20 @@ def test_bad_bvh_files_get_one_error_naming_the_file(spec, tmp_path):
         load_bvh(tmp_path / "short.bvh")
     with pytest.raises(MotionError, match="missing"):
         load_bvh(tmp_path / "none.bvh")
+
+
+def test_motion_commands_write_clip_folders(spec, tmp_path, capsys):
+    from embody.cli import main
+    from embody.robots.motion import load_library
+
+    assert main(["motion", "generate", "--families", "boxing,carry", "--out", str(tmp_path / "held_out")]) == 0
+    clips = load_library(tmp_path / "held_out")
+    assert len(clips) == 18 and {c.family for c in clips} == {"boxing", "carry"}
+    write_skeleton_bvh(robot_keypoints(spec, known_angles(spec, frames=10)), tmp_path / "a.bvh", fps=20.0)
+    argv = ["motion", "retarget", str(tmp_path / "a.bvh"), "--out", str(tmp_path / "mine"), "--family", "mocap"]
+    assert main(argv) == 0
+    assert "limb direction error" in capsys.readouterr().out
+    (clip,) = load_library(tmp_path / "mine")
+    assert clip.family == "mocap" and clip.label == "a" and clip.n_frames == 10
+    assert main(argv + ["--map", "left_knee=LeftUpLeg"]) == 2  # bad input: one line, exit 2
+    assert "unknown keypoints ['left_knee']" in capsys.readouterr().err

@@ -144,7 +144,9 @@ def test_gait_averages_cover_the_last_gait_period():
     mean = np.mean(seen[-period:], axis=0)
     np.testing.assert_allclose(env.task.gait_velocity(), mean)
     assert info.metrics["yaw_rate_error_gait"] == pytest.approx(np.abs([0.3, -0.3] - mean[:, 2]))
-    assert info.metrics["lin_vel_error_gait"] == pytest.approx(np.linalg.norm([[0.5, 0], [0, 0.2]] - mean[:, :2], axis=1))
+    assert info.metrics["lin_vel_error_gait"] == pytest.approx(
+        np.linalg.norm([[0.5, 0], [0, 0.2]] - mean[:, :2], axis=1)
+    )
     swing = (env.sim.state().privileged.base_ang_vel[:, 2] - mean[:, 2]) ** 2
     level = env.task.penalty_level  # the curriculum's, in training
     assert info.reward_terms["yaw_oscillation"] == pytest.approx(level * -0.5 * 0.02 * swing.mean())
