@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from embody.robots import RobotSpec, RobotState
-from embody.robots.motion import MotionClip, MotionError, generate_library, load_library
+from embody.robots.motion import DEFAULT_FAMILIES, MotionClip, MotionError, generate_library, load_library
 
 from ..base import SimConfig
 from ..task import Mirror, TaskConfig
@@ -27,7 +27,8 @@ from .h1_2_velocity import REWARD_WEIGHTS, Commands, H1_2Velocity, Legged, Penal
 class Motion:
     """Upper-body motion clips the H1-2 tracks while it stands."""
 
-    library: str | None = None  # folder of .safetensors clips; None: the procedural default library
+    library: str | None = None  # folder of .safetensors clips; None: the procedural library's ``families``
+    families: list[str] = field(default_factory=lambda: list(DEFAULT_FAMILIES))  # embody.robots.motion.FAMILIES
 
 
 @dataclass
@@ -65,7 +66,11 @@ class H1_2Stand(H1_2Velocity):
 
     def _clips(self) -> list[MotionClip]:
         folder = self.config.motion.library
-        clips = load_library(folder) if folder else generate_library(self.robot)
+        clips = (
+            load_library(folder)
+            if folder
+            else generate_library(self.robot, families=tuple(self.config.motion.families))
+        )
         if not clips:
             raise MotionError(f"{folder}: the motion library holds no .safetensors clips")
         return clips
@@ -77,15 +82,19 @@ class H1_2Stand(H1_2Velocity):
     def on_reset(self, env_ids: np.ndarray) -> None:
         """Also start each env at a random frame of a random clip."""
         super().on_reset(env_ids)
-        self.clip[env_ids] = self.rng.integers(0, len(self.lengths), len(env_ids))
+        self.clip[env_ids] = self.draw_clips(len(env_ids))
         self.frame[env_ids] = self.rng.integers(0, self.lengths[self.clip[env_ids]])
+
+    def draw_clips(self, k: int) -> np.ndarray:
+        """``k`` clip indices for envs starting a clip: uniform over the library."""
+        return self.rng.integers(0, len(self.lengths), k)
 
     def after_step(self, action: np.ndarray) -> None:
         """Also advance each env's clip by one frame, drawing a new clip at the end of one."""
         super().after_step(action)
         self.frame += 1
         done = np.flatnonzero(self.frame >= self.lengths[self.clip])  # clips play back to back
-        self.clip[done] = self.rng.integers(0, len(self.lengths), done.size)
+        self.clip[done] = self.draw_clips(done.size)
         self.frame[done] = 0
 
     def upper_targets(self) -> np.ndarray:
