@@ -3,4 +3,6 @@
 
 def register(api) -> None:
     """Add ALMI's tasks."""
-    api.task("almi-lower", "embody.papers.almi.lower:AlmiLower")
+    api.task("almi", "embody.papers.almi.tasks:AlmiWholeBody")
+    api.task("almi-lower", "embody.papers.almi.tasks:AlmiLower")
+    api.task("almi-upper", "embody.papers.almi.tasks:AlmiUpper")

@@ -382,12 +382,17 @@ class H1_2Velocity(Task):
                 self.commands * np.array([2.0, 2.0, 0.25]),
                 state.joint_pos[:, legs] - self.q0[legs],
                 0.05 * state.joint_vel[:, legs],
-                self.last_action,
+                self.leg_last_action(),
                 np.sin(2 * np.pi * phase)[:, None],
                 np.cos(2 * np.pi * phase)[:, None],
             ],
             axis=1,
         ).astype(np.float32)
+
+    def leg_last_action(self) -> np.ndarray:
+        """(n, 12) the legs' last action: the first columns of ``last_action`` (legs come first in tasks that
+        act on more joints)."""
+        return self.last_action[:, : len(self.legs)]
 
     def privileged_observe(self, state: RobotState) -> np.ndarray:
         """(n, 13): base linear velocity (3), base height (1), foot contact forces / weight (2), friction,

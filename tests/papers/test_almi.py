@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from embody.papers.almi.lower import TRAIN_FAMILIES, AlmiLowerConfig
+from embody.papers.almi.tasks import TRAIN_FAMILIES, AlmiLowerConfig
 from embody.robots.motion import FAMILIES
 from embody.sims.vec_env import make_env
 
@@ -70,3 +70,63 @@ def test_a_short_run_moves_the_curricula():
     for _ in range(60):
         env.step(rng.uniform(-1, 1, (16, 12)))  # random legs fall: the levels stay at the start
     assert env.task.amplitude == pytest.approx(0.1) and env.task.difficulty.max() > 0
+
+
+def untrained_run(tmp_path, task):
+    """A run directory holding a fresh (untrained) policy for ``task``."""
+    from embody.policies.actor_critic import ActorCritic
+    from embody.runs import build_env, write_policy_run
+    from embody.train import resolve_config
+
+    cfg = resolve_config(task, overrides=["env.randomization.enabled=false"])
+    env = build_env(cfg, n_envs=1)
+    policy = ActorCritic(env.observation_size, env.action_size, env.privileged_size, cfg.policy)
+    env.close()
+    return write_policy_run(tmp_path / task, cfg, policy)
+
+
+def test_the_whole_body_tracks_with_nine_joints_and_holds_the_wrists_at_the_reference():
+    from embody.papers.almi.tasks import TRACKED, AlmiConfig
+
+    cfg = AlmiConfig()
+    cfg.randomization.enabled = False
+    env = make_env("almi", n_envs=2, seed=0, config=cfg)
+    obs, _ = env.reset()
+    task = env.task
+    assert obs.shape == (2, 77 + 80) and env.action_size == 21
+    a = np.random.default_rng(0).uniform(-1, 1, (2, 21))
+    targets = task.action_to_command(a)
+    tracked = [task.robot.joint_names.index(n) for n in TRACKED]
+    np.testing.assert_allclose(targets[:, tracked], task.q0[tracked] + 0.25 * a[:, 12:], atol=1e-12)
+    held = np.setdiff1d(task.upper, tracked)  # forearm twist and wrists
+    np.testing.assert_allclose(targets[:, held], task.reference[:, held])
+    np.testing.assert_allclose(
+        task.upper_observe(env.sim.state())[:, 6:15], task.reference[:, tracked] - task.q0[tracked]
+    )
+
+
+def test_stages_drive_the_other_part_with_its_frozen_policy(tmp_path):
+    from embody.papers.almi.tasks import AlmiLowerConfig, AlmiUpperConfig
+    from embody.policies.checkpoint import CheckpointError
+    from embody.runs import load_run_checkpoint
+
+    lower_run, upper_run = untrained_run(tmp_path, "almi-lower"), untrained_run(tmp_path, "almi-upper")
+    cfg = AlmiUpperConfig(lower_policy=str(lower_run))
+    env = make_env("almi-upper", n_envs=2, seed=0, config=cfg)
+    env.reset()
+    lower_obs = env.task.lower_observe(env.task.state)
+    env.step(np.zeros((2, 9)))
+    expected = load_run_checkpoint(lower_run).policy.act(torch_tensor(lower_obs), deterministic=True).numpy()
+    np.testing.assert_allclose(env.task.leg_action, expected, atol=1e-6)
+    env = make_env("almi-lower", n_envs=2, seed=0, config=AlmiLowerConfig(upper_policy=str(upper_run)))
+    env.reset()
+    env.step(np.zeros((2, 12)))
+    assert np.abs(env.task.upper_action).max() > 0  # the upper policy acted
+    with pytest.raises(CheckpointError, match="different observation/action spec"):
+        make_env("almi-upper", n_envs=1, config=AlmiUpperConfig(lower_policy=str(upper_run)))
+
+
+def torch_tensor(x):
+    import torch
+
+    return torch.as_tensor(x)
