@@ -49,6 +49,7 @@ class TrainConfig:
     snapshots_s: list[float] = field(default_factory=list)  # also keep checkpoint_<T>s/ once training passes T s
     eval_episodes: int = 10
     video: bool = True
+    init_from: str | None = None  # a run directory whose policy starts this run (fine-tuning; same spec)
     env: dict[str, Any] = field(default_factory=dict)  # the task's config (TaskConfig subclass)
     policy: ActorCriticConfig = field(default_factory=ActorCriticConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
@@ -79,12 +80,15 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False) -> dict:
     torch.manual_seed(cfg.seed)
     np.random.seed(cfg.seed)
     torch.set_num_threads(cfg.torch_threads)
-    env = build_env(cfg)  # first: a bad config leaves no run directory behind
+    env = build_env(cfg)  # first: a bad config (or init_from) leaves no run directory behind
+    init = load_run_checkpoint(cfg.init_from, expect=env, device=cfg.device) if cfg.init_from and not resume else None
     start_run(out, cfg)
     spec = policy_spec(env)
     if resume:
         ckpt = load_run_checkpoint(out, expect=env, device=cfg.device)
         policy = ckpt.policy
+    elif init is not None:
+        policy = init.policy
     else:
         policy = ActorCritic(env.observation_size, env.action_size, env.privileged_size, cfg.policy)
     threads = cfg.update_threads or os.cpu_count() or 1

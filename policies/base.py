@@ -15,8 +15,8 @@ import torch
 class Policy(Protocol):
     """What trainers, evaluators and the deploy loop call: obs (n, o) float32 → action (n, a).
 
-    ``obs_size`` is o and ``action_size`` a (``GroupedPolicy`` leaves ``obs_size`` None: each part
-    takes its own slice). ``obs`` is on the policy's device and the action comes back on it,
+    ``obs_size`` is o and ``action_size`` a (a ``CompositePolicy``'s parts read blocks of the observation).
+    ``obs`` is on the policy's device and the action comes back on it,
     without gradients and unclipped (the task clips and scales it). A recurrent policy keeps per-env
     state between ``act`` calls, so call ``reset(env_ids)`` where episodes end. To be saved with
     ``save_checkpoint`` a policy is also an ``nn.Module`` with ``init_kwargs()`` / ``from_kwargs``

@@ -12,3 +12,4 @@ POLICY_CLASSES.register("TrajectoryMLP", "embody.policies.trajectory:TrajectoryM
 POLICY_CLASSES.register("DiffusionModel", "embody.policies.diffusion:DiffusionModel")
 POLICY_CLASSES.register("QModel", "embody.policies.value:QModel")
 POLICY_CLASSES.register("OfflineAgent", "embody.policies.offline:OfflineAgent")
+POLICY_CLASSES.register("CompositePolicy", "embody.policies.compose:CompositePolicy")

@@ -22,3 +22,21 @@ def test_cuda_request_without_a_gpu_is_a_clear_error(tmp_path):
 
     with pytest.raises(ConfigError, match="CUDA"):
         train(cfg, tmp_path / "run")
+
+
+def test_a_run_can_start_from_another_runs_policy(tmp_path):
+    from embody.runs import load_run_checkpoint
+
+    cfg = resolve_config("cartpole-swingup", steps=512, n_envs=8, seed=0)
+    cfg.video, cfg.eval_episodes = False, 1
+    train(cfg, tmp_path / "first")
+    first = load_run_checkpoint(tmp_path / "first").policy
+    cfg.init_from, cfg.steps, cfg.ppo.lr = str(tmp_path / "first"), 0, 0.0  # no update: the weights carry over
+    train(cfg, tmp_path / "second")
+    second = load_run_checkpoint(tmp_path / "second").policy
+    for (k, a), b in zip(first.state_dict().items(), second.state_dict().values()):
+        torch.testing.assert_close(a, b, msg=k)
+    cfg.init_from = str(tmp_path / "missing")
+    with pytest.raises(Exception, match="missing"):
+        train(cfg, tmp_path / "third")
+    assert not (tmp_path / "third").exists()  # refused before a run directory was made
