@@ -2,7 +2,22 @@
 
 
 def register(api) -> None:
-    """Add ALMI's tasks."""
+    """Add ALMI's tasks and the ``embody almi`` commands."""
+    from . import cli
+
     api.task("almi", "embody.papers.almi.tasks:AlmiWholeBody")
     api.task("almi-lower", "embody.papers.almi.tasks:AlmiLower")
     api.task("almi-upper", "embody.papers.almi.tasks:AlmiUpper")
+    api.command("almi", "ALMI: adversarial locomotion and motion imitation on the H1-2 (papers/almi)")
+    api.command(
+        "almi train",
+        "the alternation lower-1 → upper-1 → … (resumable), composed into one whole-body run in DIR",
+        cli.train_arguments,
+        cli.run_train,
+    )
+    api.command(
+        "almi compose",
+        "one whole-body run from an almi-lower and an almi-upper run",
+        cli.compose_arguments,
+        cli.run_compose,
+    )

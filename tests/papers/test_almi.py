@@ -130,3 +130,38 @@ def torch_tensor(x):
     import torch
 
     return torch.as_tensor(x)
+
+
+def test_compose_makes_one_whole_body_run_and_refuses_missing_or_wrong_parts(tmp_path, capsys):
+    from embody.cli import main
+    from embody.policies.compose import CompositePolicy
+    from embody.runs import evaluate_run, load_run_checkpoint
+
+    lower, upper = untrained_run(tmp_path, "almi-lower"), untrained_run(tmp_path, "almi-upper")
+    argv = ["almi", "compose", "--lower", str(lower), "--scale", "tiny", "--out", str(tmp_path / "whole")]
+    assert main(argv + ["--upper", str(upper)]) == 0
+    policy = load_run_checkpoint(tmp_path / "whole").policy
+    assert isinstance(policy, CompositePolicy) and policy.obs_size == 157 and policy.action_size == 21
+    assert evaluate_run(tmp_path / "whole", episodes=1, n_envs=1)["task"] == "almi"
+    capsys.readouterr()
+    (tmp_path / "empty").mkdir()
+    assert main(argv + ["--upper", str(tmp_path / "empty")]) == 2  # a directory holding only one part
+    assert f"{tmp_path / 'empty' / 'checkpoint'} is not an embody checkpoint" in capsys.readouterr().err
+    assert main(argv + ["--upper", str(lower)]) == 2
+    assert "holds a almi-lower policy, not almi-upper" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_the_tiny_alternation_runs_end_to_end_and_resumes(tmp_path, capsys):
+    from embody.cli import main
+    from embody.policies.compose import CompositePolicy
+    from embody.runs import load_run_checkpoint
+
+    out = tmp_path / "almi"
+    assert main(["almi", "train", "--scale", "tiny", "--out", str(out)]) == 0
+    for stage in ("lower-1", "upper-1", "lower-2", "upper-2"):
+        assert (out / "stages" / stage / "eval.json").is_file()
+    assert isinstance(load_run_checkpoint(out).policy, CompositePolicy) and (out / "eval.json").is_file()
+    capsys.readouterr()
+    assert main(["almi", "train", "--scale", "tiny", "--out", str(out)]) == 0  # every stage is done: skipped
+    assert capsys.readouterr().err.count(": done (") == 4

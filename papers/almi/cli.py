@@ -1,0 +1,58 @@
+"""``embody almi train --scale tiny|paper --out DIR`` and ``embody almi compose --lower RUN --upper RUN --out DIR``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from embody import exits
+from embody.commands import add_set, any_int
+
+
+def train_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--scale",
+        choices=("tiny", "paper"),
+        default="tiny",
+        help="tiny: the whole alternation in < 3 min (CI); paper: 2 rounds of 10-minute stages on 2 cores",
+    )
+    p.add_argument("--out", default="runs/almi", metavar="DIR", help="the whole-body run; stages under DIR/stages")
+    p.add_argument("--seed", type=any_int, default=0)
+    p.add_argument("--no-curricula", action="store_true", help="clips at full amplitude from the whole library")
+    add_set(p, "every stage's training config, on top of --scale", "env.randomization.enabled=false")
+
+
+def run_train(args) -> int:
+    """``embody almi train``: the stages (resuming finished ones), then the composed whole-body run in OUT."""
+    from .train import make_config, train_almi
+
+    t0 = time.perf_counter()
+    cfg = make_config(args.scale, args.seed, args.set, curricula=not args.no_curricula)
+    summary = train_almi(cfg, Path(args.out), _log)
+    print(json.dumps(summary, indent=2))
+    _log(f"almi: whole-body run in {args.out} ({time.perf_counter() - t0:.0f} s)")
+    return exits.OK
+
+
+def compose_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--lower", required=True, metavar="RUN", help="an almi-lower run directory")
+    p.add_argument("--upper", required=True, metavar="RUN", help="an almi-upper run directory")
+    p.add_argument("--out", required=True, metavar="DIR", help="the whole-body run")
+    p.add_argument("--scale", choices=("tiny", "paper"), default="paper", help="the evaluation's size")
+    add_set(p, "the whole-body run's config", "env.randomization.enabled=false")
+
+
+def run_compose(args) -> int:
+    """``embody almi compose``: one whole-body run from a lower and an upper run, evaluated."""
+    from .train import compose, make_config
+
+    cfg = make_config(args.scale, overrides=args.set)
+    print(json.dumps(compose(Path(args.lower), Path(args.upper), Path(args.out), cfg), indent=2))
+    return exits.OK
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)

@@ -1,0 +1,106 @@
+"""ALMI's alternation: lower-1 → upper-1 → lower-2 → upper-2 …, then one whole-body run.
+
+Each stage is an ordinary ``embody train`` run under ``OUT/stages/<stage>``: it starts from its own part's previous
+stage (``init_from``) and drives the other part with that part's latest frozen policy. A stage whose run holds an
+``eval.json`` is done and is skipped, so an interrupted ``embody almi train`` resumes. The last lower and upper
+policies are then composed into one ``almi`` (whole-body) run in OUT itself: a ``CompositePolicy`` that ``embody
+eval``, ``sim2sim``, ``video`` and ``deploy`` use like any run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from embody.config import ConfigError
+from embody.policies.checkpoint import CheckpointError, load_checkpoint
+from embody.policies.compose import CompositePolicy
+from embody.runs import CHECKPOINT, EVAL, build_env, policy_spec, write_policy_run
+from embody.train import TrainConfig, finish_run, resolve_config, train
+
+
+@dataclass
+class AlmiTrainConfig:
+    """The alternation's size: rounds, and each stage's budget (env steps and wall-clock seconds, 0: none)."""
+
+    rounds: int = 2
+    stage_steps: int = 50_000_000
+    stage_time_s: float = 600.0
+    n_envs: int = 256
+    eval_episodes: int = 20
+    seed: int = 0
+    curricula: bool = True  # False: the clips at full amplitude from the whole library (a baseline)
+    video: bool = True
+    overrides: list[str] = field(default_factory=list)  # key=value for every stage's and the final run's config
+
+
+SCALES = {
+    "tiny": AlmiTrainConfig(
+        rounds=2, stage_steps=2 * 24 * 16, stage_time_s=0.0, n_envs=16, eval_episodes=2, video=False
+    ),
+    "paper": AlmiTrainConfig(),
+}
+
+
+def make_config(scale: str, seed: int = 0, overrides: list[str] = (), curricula: bool = True) -> AlmiTrainConfig:
+    if scale not in SCALES:
+        raise ConfigError(f"unknown scale {scale!r}; valid: {', '.join(SCALES)}")
+    return replace(SCALES[scale], seed=seed, overrides=list(overrides), curricula=curricula)
+
+
+def stage_config(cfg: AlmiTrainConfig, task: str, env: dict[str, str | None]) -> TrainConfig:
+    """A stage's (or the final run's) TrainConfig: the task's defaults, the scale, ``env`` keys, the overrides."""
+    sets = [f"env.{k}={v}" for k, v in env.items() if v is not None]
+    if not cfg.curricula:
+        sets.append("env.clips.enabled=false")
+    t = resolve_config(task, overrides=[*sets, *cfg.overrides])
+    t.steps, t.max_time_s, t.n_envs, t.seed = cfg.stage_steps, cfg.stage_time_s, cfg.n_envs, cfg.seed
+    t.eval_episodes, t.video = cfg.eval_episodes, False
+    return t
+
+
+def train_almi(cfg: AlmiTrainConfig, out: Path, log=print) -> dict:
+    """Every stage (skipping finished ones), then the composed whole-body run in ``out``; its evaluation."""
+    lower = upper = None
+    for r in range(1, cfg.rounds + 1):
+        lower = _stage(cfg, out, f"lower-{r}", "almi-lower", lower, {"upper_policy": upper}, log)
+        upper = _stage(cfg, out, f"upper-{r}", "almi-upper", upper, {"lower_policy": lower}, log)
+    return compose(lower, upper, out, cfg)
+
+
+def _stage(cfg: AlmiTrainConfig, out: Path, name: str, task: str, previous: Path | None, env: dict, log) -> Path:
+    run = out / "stages" / name
+    if (run / EVAL).is_file():
+        log(f"{name}: done ({run})")
+        return run
+    t = stage_config(cfg, task, {k: None if v is None else str(v) for k, v in env.items()})
+    t.init_from = None if previous is None else str(previous)
+    log(f"{name}: training {task} into {run}")
+    train(t, run)
+    return run
+
+
+def compose(lower: Path, upper: Path, out: Path, cfg: AlmiTrainConfig) -> dict:
+    """The whole-body run in ``out`` from an almi-lower and an almi-upper run; evaluated (``eval.json``)."""
+    parts = {name: _part(run, name) for name, run in (("almi-lower", lower), ("almi-upper", upper))}
+    t = stage_config(cfg, "almi", {})
+    t.video = cfg.video
+    env = build_env(t, n_envs=1, evaluation=True)
+    spec, n_lower, n_legs = policy_spec(env), env.task.lower_observation_size, len(env.task.legs)
+    env.close()
+    policy = CompositePolicy.of(
+        [
+            (parts["almi-lower"], (0, n_lower), (0, n_legs)),
+            (parts["almi-upper"], (n_lower, spec["obs_size"]), (n_legs, spec["action_size"])),
+        ]
+    )
+    write_policy_run(out, t, policy, {"stages": {"lower": str(lower), "upper": str(upper)}}, spec)
+    return finish_run(out, t)
+
+
+def _part(run: Path, task: str):
+    """The policy of ``run``, refused (naming the file) unless it is a checkpoint of ``task``."""
+    ckpt = load_checkpoint(Path(run) / CHECKPOINT)
+    if ckpt.spec.get("task") != task:
+        raise CheckpointError(f"{Path(run) / CHECKPOINT} holds a {ckpt.spec.get('task')} policy, not {task}")
+    return ckpt.policy
