@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from embody import exits
-from embody.commands import add_set, any_int
+from embody.commands import add_set, any_int, positive_int
 
 
 def train_arguments(p: argparse.ArgumentParser) -> None:
@@ -56,3 +56,28 @@ def run_compose(args) -> int:
 
 def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
+
+
+def eval_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "runs", nargs="+", metavar="RUN", help="almi whole-body runs, grouped by parent folder: STUDY/METHOD/seedN"
+    )
+    p.add_argument(
+        "--clips", metavar="DIR", help="a clip folder (default: the procedural families no stage trained on)"
+    )
+    p.add_argument("--episodes", type=positive_int, default=20, help="20 s episodes per run (default 20)")
+    p.add_argument("--sim", help="simulator (default: each run's)")
+    p.add_argument("--out", default="runs/almi-eval", metavar="DIR", help="results.json, report.md, plot")
+
+
+def run_eval(args) -> int:
+    """``embody almi eval``: the runs on held-out motions while walking; a table per method with intervals."""
+    from .evaluate import evaluate_methods, write_report
+
+    clips = Path(args.clips) if args.clips else None
+    if clips is not None and not clips.is_dir():
+        raise exits.CommandError(f"{clips}: clip folder is missing")
+    methods = evaluate_methods([Path(r) for r in args.runs], args.episodes, clips, args.sim)
+    write_report(methods, Path(args.out), "embody " + " ".join(sys.argv[1:]))
+    print((Path(args.out) / "report.md").read_text())
+    return exits.OK

@@ -21,3 +21,9 @@ def register(api) -> None:
         cli.compose_arguments,
         cli.run_compose,
     )
+    api.command(
+        "almi eval",
+        "whole-body runs on held-out motions while walking: a table per method with intervals, survival vs intensity",
+        cli.eval_arguments,
+        cli.run_eval,
+    )

@@ -127,6 +127,9 @@ class AlmiWholeBody(H1_2Stand):
         self.upper_action = np.zeros((n_envs, len(self.tracked)))  # whoever decided it
         self.last_action = np.zeros((n_envs, self.action_size))
         self.state: RobotState | None = None  # the last observed state, which frozen parts act on
+        # a clip's intensity: its upper joints' mean speed [rad/s] (the difficulty axis of the evaluation)
+        speeds = np.abs(np.diff(self.frames, axis=1)) / self.dt
+        self.intensity = np.array([speeds[c, : n - 1].mean() if n > 1 else 0.0 for c, n in enumerate(self.lengths)])
 
     # -- sizes ---------------------------------------------------------------------------
     @property
@@ -270,9 +273,15 @@ class AlmiWholeBody(H1_2Stand):
         return np.exp(-err / self.config.tracking_sigma)
 
     def step_metrics(self, state: RobotState) -> dict[str, np.ndarray]:
-        """Also ``upper_tracking_error``: the tracked joints' RMS error from the reference [rad]."""
+        """Also ``upper_tracking_error``: the tracked joints' RMS error from the reference [rad]; ``power``: the
+        motors' mechanical power Σ|τ·q̇| [W]; ``clip_intensity``: the playing clip's intensity × amplitude [rad/s]."""
         err = self.reference[:, self.tracked] - state.joint_pos[:, self.tracked]
-        return {**super().step_metrics(state), "upper_tracking_error": np.sqrt(np.mean(err**2, axis=1))}
+        return {
+            **super().step_metrics(state),
+            "upper_tracking_error": np.sqrt(np.mean(err**2, axis=1)),
+            "power": np.sum(np.abs(state.joint_torque * state.joint_vel), axis=1),
+            "clip_intensity": self.intensity[self.clip] * self.clip_amplitude,
+        }
 
 
 class AlmiLower(AlmiWholeBody):

@@ -35,6 +35,7 @@ INPUT_PATHS = {
     "plan demo": [["plan", "demo", "--problem", MISSING, "--out", "{tmp}/demo", "--no-video"]],
     "drive": [["drive", "highway", "--actors", MISSING]],
     "motion retarget": [["motion", "retarget", MISSING, "--out", "{tmp}/clips"]],
+    "almi eval": [["almi", "eval", MISSING, "--out", "{tmp}/e"], ["almi", "eval", "x", "--clips", MISSING]],
     "almi compose": [["almi", "compose", "--lower", MISSING, "--upper", MISSING, "--out", "{tmp}/whole"]],
     "mpa eval": [["mpa", "eval", "--models", MISSING, "--out", "{tmp}/mpa"]],
     "mpa diagnose": [["mpa", "diagnose", "--models", MISSING, "--out", "{tmp}/mpa"]],

@@ -165,3 +165,27 @@ def test_the_tiny_alternation_runs_end_to_end_and_resumes(tmp_path, capsys):
     capsys.readouterr()
     assert main(["almi", "train", "--scale", "tiny", "--out", str(out)]) == 0  # every stage is done: skipped
     assert capsys.readouterr().err.count(": done (") == 4
+
+
+def test_eval_reports_each_method_on_held_out_motions(tmp_path, capsys):
+    import json
+
+    from embody.cli import main
+    from embody.papers.almi.evaluate import HELD_OUT
+    from embody.papers.almi.train import compose, make_config
+
+    lower, upper = untrained_run(tmp_path, "almi-lower"), untrained_run(tmp_path, "almi-upper")
+    runs = [tmp_path / "study" / m / f"seed{s}" for m, s in (("almi", 0), ("almi", 1), ("whole", 0))]
+    for run in runs:
+        compose(lower, upper, run, make_config("tiny"))
+    assert set(HELD_OUT) == {"boxing", "overhead reach", "carry"}
+    out = tmp_path / "eval"
+    assert main(["almi", "eval", *map(str, runs), "--episodes", "2", "--out", str(out)]) == 0
+    results = json.loads((out / "results.json").read_text())["methods"]
+    assert set(results) == {"almi", "whole"} and len(results["almi"]["runs"]) == 2
+    low, mean, high = results["almi"]["survival"][1], results["almi"]["survival"][0], results["almi"]["survival"][2]
+    assert low <= mean <= high
+    assert "| almi | 2 |" in (out / "report.md").read_text() and (out / "survival_vs_intensity.png").is_file()
+    capsys.readouterr()
+    assert main(["almi", "eval", str(lower), "--episodes", "1", "--out", str(out)]) == 2
+    assert "an almi (whole-body) run is needed, this one trained almi-lower" in capsys.readouterr().err
