@@ -12,17 +12,21 @@ from embody import exits
 from embody.commands import add_set, any_int, positive_int
 
 
-def train_arguments(p: argparse.ArgumentParser) -> None:
+def _common(p: argparse.ArgumentParser, out: str, what: str) -> None:
     p.add_argument(
         "--scale",
         choices=("tiny", "paper"),
         default="tiny",
-        help="tiny: the whole alternation in < 3 min (CI); paper: 2 rounds of 10-minute stages on 2 cores",
+        help="tiny: the whole pipeline in < 3 min (CI); paper: 2 rounds of 10-minute stages on 2 cores",
     )
-    p.add_argument("--out", default="runs/almi", metavar="DIR", help="the whole-body run; stages under DIR/stages")
+    p.add_argument("--out", default=out, metavar="DIR", help=what)
     p.add_argument("--seed", type=any_int, default=0)
-    p.add_argument("--no-curricula", action="store_true", help="clips at full amplitude from the whole library")
     add_set(p, "every stage's training config, on top of --scale", "env.randomization.enabled=false")
+
+
+def train_arguments(p: argparse.ArgumentParser) -> None:
+    _common(p, "runs/almi", "the whole-body run; stages under DIR/stages")
+    p.add_argument("--no-curricula", action="store_true", help="clips at full amplitude from the whole library")
 
 
 def run_train(args) -> int:
@@ -79,5 +83,22 @@ def run_eval(args) -> int:
         raise exits.CommandError(f"{clips}: clip folder is missing")
     methods = evaluate_methods([Path(r) for r in args.runs], args.episodes, clips, args.sim)
     write_report(methods, Path(args.out), "embody " + " ".join(sys.argv[1:]))
+    print((Path(args.out) / "report.md").read_text())
+    return exits.OK
+
+
+def study_arguments(p: argparse.ArgumentParser) -> None:
+    _common(p, "runs/almi-study", "DIR/<method>/seed<S> runs; results.json, report.md, plot")
+    p.add_argument("--seeds", type=positive_int, default=1, metavar="N", help="seeds --seed … --seed+N−1")
+
+
+def run_study(args) -> int:
+    """``embody almi study``: the four methods × seeds (resumable), then the held-out evaluation."""
+    from .study import run_study as study
+    from .train import make_config
+
+    cfg = make_config(args.scale, args.seed, args.set)
+    seeds = list(range(args.seed, args.seed + args.seeds))
+    study(cfg, seeds, Path(args.out), "embody " + " ".join(sys.argv[1:]), _log)
     print((Path(args.out) / "report.md").read_text())
     return exits.OK

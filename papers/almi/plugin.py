@@ -8,6 +8,7 @@ def register(api) -> None:
     api.task("almi", "embody.papers.almi.tasks:AlmiWholeBody")
     api.task("almi-lower", "embody.papers.almi.tasks:AlmiLower")
     api.task("almi-upper", "embody.papers.almi.tasks:AlmiUpper")
+    api.policy("ReferencePolicy", "embody.papers.almi.policies:ReferencePolicy")
     api.command("almi", "ALMI: adversarial locomotion and motion imitation on the H1-2 (papers/almi)")
     api.command(
         "almi train",
@@ -27,3 +28,10 @@ def register(api) -> None:
         cli.eval_arguments,
         cli.run_eval,
     )
+    api.command(
+        "almi study",
+        "ALMI vs a whole-body policy, no curricula and open-loop clips, same budget, seeds (resumable); evaluated",
+        cli.study_arguments,
+        cli.run_study,
+    )
+    api.study("almi", "embody.papers.almi.train:AlmiTrainConfig", "embody almi study --scale tiny")

@@ -80,18 +80,25 @@ def _stage(cfg: AlmiTrainConfig, out: Path, name: str, task: str, previous: Path
     return run
 
 
-def compose(lower: Path, upper: Path, out: Path, cfg: AlmiTrainConfig) -> dict:
-    """The whole-body run in ``out`` from an almi-lower and an almi-upper run; evaluated (``eval.json``)."""
-    parts = {name: _part(run, name) for name, run in (("almi-lower", lower), ("almi-upper", upper))}
+def compose(lower: Path, upper: Path | None, out: Path, cfg: AlmiTrainConfig) -> dict:
+    """The whole-body run in ``out`` from an almi-lower and an almi-upper run (None: the upper body follows its
+    reference open loop, a ``ReferencePolicy``); evaluated (``eval.json``)."""
+    from .policies import ReferencePolicy
+
+    lower_policy = _part(lower, "almi-lower")
+    upper_policy = None if upper is None else _part(upper, "almi-upper")
     t = stage_config(cfg, "almi", {})
     t.video = cfg.video
     env = build_env(t, n_envs=1, evaluation=True)
-    spec, n_lower, n_legs = policy_spec(env), env.task.lower_observation_size, len(env.task.legs)
+    task, spec = env.task, policy_spec(env)
+    n_lower, n_legs, n_upper = task.lower_observation_size, len(task.legs), task.upper_observation_size
     env.close()
+    if upper_policy is None:  # the upper observation's reference columns, 6..14 (tasks.py)
+        upper_policy = ReferencePolicy(n_upper, list(range(6, 6 + len(task.tracked))), t.env["upper_action_scale"])
     policy = CompositePolicy.of(
         [
-            (parts["almi-lower"], (0, n_lower), (0, n_legs)),
-            (parts["almi-upper"], (n_lower, spec["obs_size"]), (n_legs, spec["action_size"])),
+            (lower_policy, (0, n_lower), (0, n_legs)),
+            (upper_policy, (n_lower, spec["obs_size"]), (n_legs, spec["action_size"])),
         ]
     )
     write_policy_run(out, t, policy, {"stages": {"lower": str(lower), "upper": str(upper)}}, spec)

@@ -50,6 +50,7 @@ NO_INPUT_FILES = {
     "robot-sim",
     "motion generate",
     "almi train",
+    "almi study",
     "dataset validate",
     "plan eval",
     "mpa train",

@@ -189,3 +189,21 @@ def test_eval_reports_each_method_on_held_out_motions(tmp_path, capsys):
     capsys.readouterr()
     assert main(["almi", "eval", str(lower), "--episodes", "1", "--out", str(out)]) == 2
     assert "an almi (whole-body) run is needed, this one trained almi-lower" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_the_tiny_study_trains_every_method_and_reports(tmp_path, capsys):
+    import json
+
+    from embody.cli import main
+    from embody.papers.almi.policies import ReferencePolicy
+    from embody.papers.almi.study import METHODS
+    from embody.runs import load_run_checkpoint
+
+    out = tmp_path / "study"
+    assert main(["almi", "study", "--scale", "tiny", "--out", str(out)]) == 0
+    results = json.loads((out / "results.json").read_text())["methods"]
+    assert set(results) == set(METHODS)
+    open_loop = load_run_checkpoint(out / "open-loop" / "seed0").policy
+    assert isinstance(open_loop.parts[1], ReferencePolicy)  # no upper policy: the reference, open loop
+    assert "| whole-body | 1 |" in capsys.readouterr().out
