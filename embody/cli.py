@@ -220,6 +220,7 @@ def _deploy_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--command", type=floats, help="velocity command vx,vy,yaw_rate for velocity tasks (default: the task's)"
     )
+    p.add_argument("--clip", metavar="FILE", help="a motion clip the upper body plays (tasks with motion clips)")
     p.add_argument("--no-band", action="store_true", help="sim: start the robot standing, without the band")
     p.add_argument("--record", metavar="DIR", help="record what was sent and received into a dataset (one episode)")
     add_set(p, "the run's config")
@@ -248,7 +249,22 @@ def _deploy(args) -> int:
         record=Path(args.record) if args.record else None,
     )
     commands = None if args.command is None else np.array(args.command)
-    return _session_result("deploy", deploy(Path(args.run), cfg, args.set, commands))
+    overrides = list(args.set)
+    if args.clip:
+        overrides.append(f"env.motion.clip={_clip_file(Path(args.run), args.clip)}")
+    return _session_result("deploy", deploy(Path(args.run), cfg, overrides, commands))
+
+
+def _clip_file(run: Path, clip: str) -> Path:
+    """``--clip FILE`` checked: the file exists and the run's task plays motion clips."""
+    from embody.runs import load_run
+
+    if not Path(clip).is_file():
+        raise exits.CommandError(f"{clip}: motion clip file is missing")
+    cfg, _ = load_run(run)
+    if "motion" not in cfg.env:
+        raise exits.CommandError(f"--clip {clip}: {run} trained {cfg.task}, a task that plays no motion clips")
+    return Path(clip).resolve()
 
 
 def _session_result(name: str, summary: dict) -> int:

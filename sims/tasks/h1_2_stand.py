@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from embody.robots import RobotSpec, RobotState
-from embody.robots.motion import DEFAULT_FAMILIES, MotionClip, MotionError, generate_library, load_library
+from embody.robots.motion import DEFAULT_FAMILIES, MotionClip, MotionError, generate_library, load, load_library
 
 from ..base import SimConfig
 from ..task import Mirror, TaskConfig
@@ -29,6 +29,7 @@ class Motion:
 
     library: str | None = None  # folder of .safetensors clips; None: the procedural library's ``families``
     families: list[str] = field(default_factory=lambda: list(DEFAULT_FAMILIES))  # embody.robots.motion.FAMILIES
+    clip: str | None = None  # one .safetensors clip played over and over (deploy, demos); before library/families
 
 
 @dataclass
@@ -65,14 +66,12 @@ class H1_2Stand(H1_2Velocity):
         self.frame = np.zeros(n_envs, dtype=np.int64)
 
     def _clips(self) -> list[MotionClip]:
-        folder = self.config.motion.library
-        clips = (
-            load_library(folder)
-            if folder
-            else generate_library(self.robot, families=tuple(self.config.motion.families))
-        )
+        m = self.config.motion
+        if m.clip:
+            return [load(m.clip)]
+        clips = load_library(m.library) if m.library else generate_library(self.robot, families=tuple(m.families))
         if not clips:
-            raise MotionError(f"{folder}: the motion library holds no .safetensors clips")
+            raise MotionError(f"{m.library}: the motion library holds no .safetensors clips")
         return clips
 
     @property

@@ -19,7 +19,7 @@ INPUT_PATHS = {
     "eval": [["eval", MISSING]],
     "video": [["video", MISSING]],
     "sim2sim": [["sim2sim", MISSING, "--sim", "mujoco"]],
-    "deploy": [["deploy", MISSING, "--robot", "peg_arm"]],
+    "deploy": [["deploy", MISSING, "--robot", "peg_arm"], ["deploy", "x", "--robot", "h1_2", "--clip", MISSING]],
     "record": [["record", "peg-insert", "--episodes", "1", "--out", "{tmp}/ds", "--policy", MISSING]],
     "replay": [["replay", MISSING]],
     "dataset info": [["dataset", "info", MISSING]],
