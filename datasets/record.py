@@ -5,13 +5,18 @@ task's scripted expert (peg-insert), else uniform random actions. Envs run batch
 frames are buffered and written as one episode when it ends. Per frame: the robot's joint
 positions as ``observation.state`` and the policy's ``action`` (the standard LeRobot columns),
 the reward and done flag, and embody's extras beside them — the policy observation, the
-privileged observation, the PD targets sent, the joint velocities, the full simulator state
-(``embody.sim_state``, for exact kinematic replay) and what dynamic replay needs beyond it (the
-episode's physical parameters and fixture poses, each step's push) — plus a camera video when asked.
+privileged observation, the PD targets sent, the joint velocities, the base pose and the IMU (where the
+robot has them), the full simulator state (``embody.sim_state``, for exact kinematic replay) and what
+dynamic replay needs beyond it (the episode's physical parameters and fixture poses, each step's push) —
+plus a camera video when asked.
+
+Each episode's language ``task`` is the task's name, or what ``RecordConfig.setup`` says: a function called
+for the envs that start an episode, which may also set their conditions (a command, a motion clip).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,9 +39,12 @@ class RecordConfig:
     seed: int = 0
     video: bool = True
     overrides: list[str] = field(default_factory=list)  # --set key=value on the env's config
+    # (env, env ids starting an episode) -> each one's language task; it may set their conditions first
+    setup: Callable[[object, np.ndarray], list[str]] | None = None
 
 
 VIDEO_KEY = "observation.images.main"
+IMU_NAMES = ["qw", "qx", "qy", "qz", "gyro_x", "gyro_y", "gyro_z", "accel_x", "accel_y", "accel_z"]
 
 
 def build(cfg: RecordConfig):
@@ -92,6 +100,8 @@ def features(env, calls: SimCalls, video: bool) -> dict:
         "embody.privileged": (f32, (env.privileged_size,), None),
         "embody.joint_vel": (f32, (robot.n_joints,), joints),
         "embody.joint_target": (f32, (len(robot.actuated),), [joints[i] for i in robot.actuated]),
+        "embody.base_pose": ("float64", (7 if robot.floating_base else 0,), ["x", "y", "z", "qw", "qx", "qy", "qz"]),
+        "embody.imu": (f32, (10 if robot.sensors.imu_site else 0,), IMU_NAMES),
         "embody.sim_state": ("float64", (env.sim.get_state().shape[1],), None),
         "embody.physics": ("float64", (3,), ["friction_scale", "added_base_mass", "mass_scale"]),
         "embody.push": ("float64", (3,), ["vx", "vy", "vz"]),  # base velocity kick before the step
@@ -143,6 +153,16 @@ class SimCalls:
         type(self._sim).set_fixture_pose(self._sim, body, env_ids, pos, quat)
 
 
+def _pose_and_imu(state, i: int) -> dict:
+    """Env ``i``'s base pose (x, y, z, quaternion w,x,y,z) and IMU (quaternion, gyro, accelerometer), where known."""
+    out, p = {}, state.privileged
+    if p is not None and p.base_pos is not None:
+        out["embody.base_pose"] = np.concatenate([p.base_pos[i], p.base_quat[i]])
+    if state.imu_quat is not None:
+        out["embody.imu"] = np.concatenate([state.imu_quat[i], state.imu_gyro[i], state.imu_accel[i]])
+    return out
+
+
 def record(cfg: RecordConfig) -> dict:
     """Record ``cfg.episodes`` episodes into ``cfg.out``; returns a summary."""
     from embody.config import to_dict
@@ -169,6 +189,16 @@ def record(cfg: RecordConfig) -> dict:
         recording=meta,
     )
     buffers: list[list[dict]] = [[] for _ in range(env.n_envs)]
+    texts = [cfg.task] * env.n_envs
+
+    def start(ids: np.ndarray) -> None:
+        """Envs ``ids`` start an episode: the setup's conditions and texts, observed again."""
+        if cfg.setup is not None and ids.size:
+            for i, text in zip(ids, cfg.setup(env, ids)):
+                texts[i] = text
+            obs[ids] = env.task.observe(env.sim.state())[ids]
+
+    start(np.arange(env.n_envs))
     saved, returns, progress = 0, [], Progress(cfg.episodes, label=f"record {cfg.task}", unit="episodes")
     with writer:
         while saved < cfg.episodes:
@@ -190,6 +220,7 @@ def record(cfg: RecordConfig) -> dict:
                     "embody.privileged": priv[i],
                     "embody.joint_vel": state.joint_vel[i],
                     "embody.joint_target": target[i],
+                    **_pose_and_imu(state, i),
                     "embody.sim_state": sim_state[i],
                     "embody.physics": physics[i],
                     "embody.push": push[i],
@@ -200,7 +231,7 @@ def record(cfg: RecordConfig) -> dict:
                 buffers[i].append({k: v for k, v in frame.items() if k in declared})
                 if done[i] and saved < cfg.episodes:
                     for f in buffers[i]:
-                        writer.add_frame(f, task=cfg.task)
+                        writer.add_frame(f, task=texts[i])
                     writer.save_episode()
                     returns.append(float(sum(f["next.reward"][0] for f in buffers[i])))
                     saved += 1
@@ -208,6 +239,7 @@ def record(cfg: RecordConfig) -> dict:
                 if done[i]:
                     buffers[i] = []
             obs, priv = next_obs, info.privileged_obs
+            start(np.flatnonzero(done))
     progress.close()
     env.close()
     return {

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from embody import exits
-from embody.commands import add_set, any_int, positive_int
+from embody.commands import add_set, any_int, positive_float, positive_int
 
 
 def _common(p: argparse.ArgumentParser, out: str, what: str) -> None:
@@ -101,4 +101,24 @@ def run_study(args) -> int:
     seeds = list(range(args.seed, args.seed + args.seeds))
     study(cfg, seeds, Path(args.out), "embody " + " ".join(sys.argv[1:]), _log)
     print((Path(args.out) / "report.md").read_text())
+    return exits.OK
+
+
+def export_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run", help="an almi (whole-body) run")
+    p.add_argument("--clips", required=True, metavar="DIR", help="the clip folder (embody motion generate/retarget)")
+    p.add_argument("--commands", type=positive_int, default=4, metavar="N", help="the first N command templates")
+    p.add_argument("--out", required=True, metavar="DIR", help="the dataset (LeRobot layout)")
+    p.add_argument("--seconds", type=positive_float, default=10.0, help="episode length (default 10)")
+    p.add_argument("--no-video", action="store_true", help="skip the camera video")
+
+
+def run_export(args) -> int:
+    """``embody almi export-dataset``: every clip × command template, one episode each, into a dataset."""
+    from .export import export_dataset
+
+    summary = export_dataset(
+        Path(args.run), Path(args.clips), args.commands, Path(args.out), args.seconds, not args.no_video
+    )
+    print(json.dumps(summary, indent=2))
     return exits.OK

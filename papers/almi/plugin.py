@@ -34,4 +34,10 @@ def register(api) -> None:
         cli.study_arguments,
         cli.run_study,
     )
+    api.command(
+        "almi export-dataset",
+        "an ALMI-X style dataset: the whole-body policy over clips × command templates, a language task each",
+        cli.export_arguments,
+        cli.run_export,
+    )
     api.study("almi", "embody.papers.almi.train:AlmiTrainConfig", "embody almi study --scale tiny")

@@ -127,6 +127,7 @@ class AlmiWholeBody(H1_2Stand):
         self.upper_action = np.zeros((n_envs, len(self.tracked)))  # whoever decided it
         self.last_action = np.zeros((n_envs, self.action_size))
         self.state: RobotState | None = None  # the last observed state, which frozen parts act on
+        self.pinned = np.full(n_envs, -1)  # a clip an env plays over and over (datasets); -1: drawn as usual
         # a clip's intensity: its upper joints' mean speed [rad/s] (the difficulty axis of the evaluation)
         speeds = np.abs(np.diff(self.frames, axis=1)) / self.dt
         self.intensity = np.array([speeds[c, : n - 1].mean() if n > 1 else 0.0 for c, n in enumerate(self.lengths)])
@@ -190,6 +191,17 @@ class AlmiWholeBody(H1_2Stand):
         """``k`` clips from the easiest ``slice`` share of the library."""
         n = max(1, int(np.ceil(self.clip_slice * len(self.order))))
         return self.order[self.rng.integers(0, n, k)]
+
+    def pin(self, env_ids: np.ndarray, clips: np.ndarray) -> None:
+        """Play ``clips[k]`` at ``env_ids[k]`` from its start, over and over (until pinned again)."""
+        self.pinned[env_ids] = clips
+        self.clip[env_ids], self.frame[env_ids] = clips, 0
+
+    def after_step(self, action: np.ndarray) -> None:
+        """Also keep pinned envs on their clip."""
+        super().after_step(action)
+        p = self.pinned >= 0
+        self.clip[p] = self.pinned[p]
 
     def upper_targets(self) -> np.ndarray:
         """The upper body at the reference q₀ + amplitude·(clip frame − q₀)."""

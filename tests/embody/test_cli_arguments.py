@@ -36,6 +36,10 @@ INPUT_PATHS = {
     "drive": [["drive", "highway", "--actors", MISSING]],
     "motion retarget": [["motion", "retarget", MISSING, "--out", "{tmp}/clips"]],
     "almi eval": [["almi", "eval", MISSING, "--out", "{tmp}/e"], ["almi", "eval", "x", "--clips", MISSING]],
+    "almi export-dataset": [
+        ["almi", "export-dataset", MISSING, "--clips", "{tmp}", "--out", "{tmp}/ds"],
+        ["almi", "export-dataset", "x", "--clips", MISSING, "--out", "{tmp}/ds"],
+    ],
     "almi compose": [["almi", "compose", "--lower", MISSING, "--upper", MISSING, "--out", "{tmp}/whole"]],
     "mpa eval": [["mpa", "eval", "--models", MISSING, "--out", "{tmp}/mpa"]],
     "mpa diagnose": [["mpa", "diagnose", "--models", MISSING, "--out", "{tmp}/mpa"]],

@@ -207,3 +207,30 @@ def test_the_tiny_study_trains_every_method_and_reports(tmp_path, capsys):
     open_loop = load_run_checkpoint(out / "open-loop" / "seed0").policy
     assert isinstance(open_loop.parts[1], ReferencePolicy)  # no upper policy: the reference, open loop
     assert "| whole-body | 1 |" in capsys.readouterr().out
+
+
+def test_export_dataset_records_clips_times_commands_with_a_language_task(tmp_path):
+    from embody.cli import main
+    from embody.datasets.format import load
+    from embody.papers.almi.train import compose, make_config
+    from embody.robots import get_robot
+    from embody.robots.motion import generate_library
+
+    lower, upper = untrained_run(tmp_path, "almi-lower"), untrained_run(tmp_path, "almi-upper")
+    compose(lower, upper, tmp_path / "whole", make_config("tiny"))
+    clips = generate_library(get_robot("h1_2"), families=("wave", "carry"))
+    for i in (0, 18):  # "wave left, …" and "carry, …" (wave right comes between)
+        clips[i].save(tmp_path / "clips" / f"{i:02d}.safetensors")
+    argv = ["almi", "export-dataset", str(tmp_path / "whole"), "--clips", str(tmp_path / "clips"), "--commands", "2"]
+    assert main(argv + ["--seconds", "0.2", "--no-video", "--out", str(tmp_path / "ds")]) == 0
+    ds = load(tmp_path / "ds")
+    assert ds.num_episodes == 4
+    assert {ds.task(i) for i in range(4)} == {
+        "stand still while waving the left hand",
+        "walk forward slowly while waving the left hand",
+        "stand still while holding both arms as if carrying a box",
+        "walk forward slowly while holding both arms as if carrying a box",
+    }
+    ep = ds.episode(0)
+    assert ep["embody.base_pose"].shape == (ds.row(0).length, 7) and ep["embody.imu"].shape[1] == 10
+    assert main(argv[:-2] + ["--commands", "11", "--out", str(tmp_path / "x")]) == 2  # 10 templates
