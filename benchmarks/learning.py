@@ -2,7 +2,7 @@
 
 For each seed: train within a wall-clock budget, then evaluate the final policy
 deterministically. A uniform random policy is evaluated on the same env (same config, same
-evaluation seed) as the baseline. Bars by task:
+evaluation seed) as the baseline. Bars (each task's ``learning_bar``; any task with one, plugins' too):
 
 * return  — eval return ≥ frac × the task's maximum return (cartpole-swingup: 70 %);
 * length  — eval mean episode length ≥ ratio × the random policy's (H1-2 tasks: 5×);
@@ -12,7 +12,8 @@ evaluation seed) as the baseline. Bars by task:
 
 Training speed is printed against the raw physics of the same env in the same run: the bare
 ``mujoco.rollout`` over the same model, batch, threads and decimation, holding the default pose
-(so the learner's whole overhead — task code, policy, PPO update — shows as the ratio). Snapshots
+(so the learner's whole overhead — task code, policy, PPO update — shows as the ratio); a task's
+``rollout_variants`` (a frozen policy driving part of the robot, or not) are timed against each other. Snapshots
 at ``--at`` minutes (default 10, 20, 30, within the budget) are evaluated too, so that a
 task's tracking error and survival show against wall-clock.
 """
@@ -28,14 +29,14 @@ from pathlib import Path
 
 import numpy as np
 
-BARS = {
-    "cartpole-swingup": ("return", 0.7),
-    "h1_2-velocity": ("tracking", (0.25, 0.3, 0.95)),
-    "h1_2-stand": ("length", 5.0),
-    "arm-reach": ("success", 0.9),
-    "peg-insert": ("success", 0.5),
-}
 EVAL_EPISODES = 20
+
+
+def bars() -> dict[str, tuple]:
+    """task -> its ``learning_bar``, for every registered task (plugins' too) that has one."""
+    from embody.sims.tasks import TASKS
+
+    return {name: TASKS.get(name).learning_bar for name in TASKS.names() if TASKS.get(name).learning_bar}
 
 
 def random_baseline(task: str, overrides: list[str]) -> dict:
@@ -120,6 +121,32 @@ def raw_physics_rate(task: str, overrides: list[str], seconds: float = 3.0) -> f
     rate = calls * n / (time.perf_counter() - start)
     env.close()
     return rate
+
+
+def rollout_rates(task: str, overrides: list[str], steps: int = 30) -> dict[str, float]:
+    """env-steps/s of a rollout (an untrained actor's action, then the env step) for each of the task's
+    ``rollout_variants``, on the training env's batch; empty for a task without variants."""
+    import torch
+
+    from embody.policies.actor_critic import ActorCritic
+    from embody.runs import build_env
+    from embody.sims.tasks import TASKS
+    from embody.train import resolve_config
+
+    rates = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, extra in TASKS.get(task).rollout_variants(Path(tmp)).items():
+            cfg = resolve_config(task, overrides=[*overrides, *extra])
+            env = build_env(cfg)
+            actor = ActorCritic(env.observation_size, env.action_size, env.privileged_size, cfg.policy)
+            obs, _ = env.reset()
+            for i in range(steps + 5):  # 5 to warm up
+                if i == 5:
+                    start = time.perf_counter()
+                obs, *_ = env.step(actor.act(torch.as_tensor(obs)).numpy())
+            rates[label] = steps * env.n_envs / (time.perf_counter() - start)
+            env.close()
+    return rates
 
 
 def time_to_bar(bar: tuple[str, float], rows: list[dict], baseline: dict) -> float | None:
@@ -207,7 +234,7 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         prog="embody bench learning", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--task", default="cartpole-swingup", choices=sorted(BARS))
+    p.add_argument("--task", default="cartpole-swingup", choices=sorted(bars()))
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--budget", type=float, default=300.0, help="wall-clock seconds of training per seed")
     p.add_argument("--steps", type=int, default=None, help="env steps per seed (default: the task's)")
@@ -232,11 +259,12 @@ def main(argv: list[str]) -> int:
     snapshots = [60 * float(m) for m in args.at.split(",") if m and 60 * float(m) <= args.budget]
     baseline = random_baseline(args.task, args.overrides)
     raw = raw_physics_rate(args.task, args.overrides)
+    rollouts = rollout_rates(args.task, args.overrides)
     rows = [
         run_seed(args.task, s, args.budget, args.steps, args.overrides, keep, args.evaluate_only, snapshots)
         for s in range(args.seeds)
     ]
-    bar = BARS[args.task]
+    bar = bars()[args.task]
     curves = {r["seed"]: r["metrics"] for r in rows}
     for r in rows:
         r["time_to_bar_s"] = time_to_bar(bar, r.pop("metrics"), baseline)
@@ -257,6 +285,9 @@ def main(argv: list[str]) -> int:
         verdict = "" if r["seed"] == "random" else ("PASS" if passes(bar, e, baseline) else "BELOW")
         print(f"{r['seed']:>6} {train_cols} {e['return_mean']:>9.2f} {e['length_mean']:>7.1f} {succ:>8} {verdict:>5}")
     print_speed(rows, raw)
+    if rollouts:
+        first = next(iter(rollouts.values()))
+        print("rollout env-steps/s: " + "; ".join(f"{k} {v:,.0f} ({v / first:.2f}×)" for k, v in rollouts.items()))
     print_snapshots(rows)
     ok = all(passes(bar, r["eval"], baseline) for r in rows) and all(r["train_s"] <= args.budget + 60 for r in rows)
     print(f"{'PASS' if ok else 'BELOW TARGET'}: every seed must meet the bar within {args.budget:.0f} s")
@@ -264,7 +295,14 @@ def main(argv: list[str]) -> int:
         Path(args.out).mkdir(parents=True, exist_ok=True)
         Path(args.out, "results.json").write_text(
             json.dumps(
-                {"task": args.task, "bar": bar, "random": baseline, "raw_physics_steps_per_s": raw, "seeds": rows},
+                {
+                    "task": args.task,
+                    "bar": bar,
+                    "random": baseline,
+                    "raw_physics_steps_per_s": raw,
+                    "rollout_steps_per_s": rollouts,
+                    "seeds": rows,
+                },
                 indent=2,
             )
         )

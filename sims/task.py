@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
@@ -72,6 +73,9 @@ class Task(ABC):
     requires: ClassVar[frozenset[str]] = frozenset()  # simulator capabilities beyond the control mode
     train_defaults: ClassVar[dict] = {}  # TrainConfig overrides that suit this task ("ppo.lr": 3e-4, ...)
     terminations_are_falls: ClassVar[bool] = False  # evaluation reports survival (episodes that did not terminate)
+    # what `embody bench learning` holds a trained policy to: ("return", frac of max), ("length", × random),
+    # ("success", rate) or ("tracking", (lin err, yaw err, survival)); None: the task is not benchmarked
+    learning_bar: ClassVar[tuple | None] = None
 
     def __init__(self, config: TaskConfig, robot: RobotSpec, n_envs: int, seed: int = 0):
         self.config, self.robot, self.n_envs = config, robot, n_envs
@@ -86,6 +90,12 @@ class Task(ABC):
         """Keyword arguments for the robot's ``make_spec`` that this configured task needs (a peg
         size, a board), drawn with ``seed`` where the task randomizes them per VecEnv; make_env
         builds the robot with them. None by default."""
+        return {}
+
+    @classmethod
+    def rollout_variants(cls, tmp: Path) -> dict[str, list[str]]:
+        """Config overrides of variants whose rollout speed ``embody bench learning`` compares (for example with
+        and without a frozen policy driving part of the robot), by label; files they need go under ``tmp``."""
         return {}
 
     @classmethod

@@ -302,6 +302,14 @@ class AlmiLower(AlmiWholeBody):
     name = "almi-lower"
     config_class = AlmiLowerConfig
     train_defaults = dict(AlmiWholeBody.train_defaults, **{"ppo.symmetry": True})
+    learning_bar = ("length", 5.0)
+
+    @classmethod
+    def rollout_variants(cls, tmp: Path) -> dict[str, list[str]]:
+        """The upper body open loop, and driven by a frozen (untrained) almi-upper policy: the frozen part's cost."""
+        from .train import untrained_run
+
+        return {"one policy": [], "two policies": [f"env.upper_policy={untrained_run('almi-upper', tmp / 'upper')}"]}
 
     def __init__(self, config: AlmiConfig, robot: RobotSpec, n_envs: int, seed: int = 0):
         super().__init__(config, robot, n_envs, seed)

@@ -111,3 +111,14 @@ def _part(run: Path, task: str):
     if ckpt.spec.get("task") != task:
         raise CheckpointError(f"{Path(run) / CHECKPOINT} holds a {ckpt.spec.get('task')} policy, not {task}")
     return ckpt.policy
+
+
+def untrained_run(task: str, out: Path) -> Path:
+    """A run directory holding a freshly initialized policy for ``task`` (benchmarks, tests)."""
+    from embody.policies.actor_critic import ActorCritic
+
+    cfg = resolve_config(task)
+    env = build_env(cfg, n_envs=1)
+    policy = ActorCritic(env.observation_size, env.action_size, env.privileged_size, cfg.policy)
+    env.close()
+    return write_policy_run(out, cfg, policy)

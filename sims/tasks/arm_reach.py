@@ -77,6 +77,7 @@ class ArmReach(Task):
     """peg_arm brings the peg tip to a target and holds it (observation, reward: module docstring)."""
 
     name = "arm-reach"
+    learning_bar = ("success", 0.9)
     robot_name = "peg_arm"
     config_class = ArmReachConfig
     # 500k env steps: ~100 s at ~5k steps/s on 2 cores, 100% success over 100 evaluation episodes

@@ -33,6 +33,7 @@ class CartpoleSwingup(Task):
     """Swing the pole up from hanging down and balance it, by cart force (torque control)."""
 
     name = "cartpole-swingup"
+    learning_bar = ("return", 0.7)
     robot_name = "cartpole"
     config_class = CartpoleSwingupConfig
     train_defaults = {"n_envs": 256, "steps": 2_500_000, "ppo.lr_schedule": "linear"}  # adaptive LR oscillates here

@@ -54,6 +54,7 @@ class H1_2Stand(H1_2Velocity):
     clip)."""
 
     name = "h1_2-stand"
+    learning_bar = ("length", 5.0)
     config_class = H1_2StandConfig
     # issue 4's settings: h1_2-velocity's newer ones (256 envs, symmetry) are not yet measured here
     train_defaults = {**H1_2Velocity.train_defaults, "n_envs": 64, "ppo.symmetry": False}

@@ -146,6 +146,7 @@ class H1_2Velocity(Task):
     """The H1-2 tracks a commanded base velocity (vx, vy, yaw rate) with its legs; the upper body holds its pose."""
 
     name = "h1_2-velocity"
+    learning_bar = ("tracking", (0.25, 0.3, 0.95))
     robot_name = "h1_2"
     config_class = H1_2VelocityConfig
     terminations_are_falls = True

@@ -143,6 +143,7 @@ class PegInsert(Task):
     docstring)."""
 
     name = "peg-insert"
+    learning_bar = ("success", 0.5)
     robot_name = "peg_arm"
     config_class = PegInsertConfig
 

@@ -78,10 +78,10 @@ def test_bench_learning_trains_evaluates_and_compares_with_random(tmp_path):
 
 
 def test_bench_learning_measures_raw_physics_and_judges_tracking():
-    from embody.benchmarks.learning import BARS, passes, raw_physics_rate
+    from embody.benchmarks.learning import bars, passes, raw_physics_rate
 
     assert raw_physics_rate("cartpole-swingup", ["n_envs=4"], seconds=0.2) > 0
-    bar = BARS["h1_2-velocity"]
+    bar = bars()["h1_2-velocity"]
     good = {"lin_vel_error": 0.2, "yaw_rate_error": 0.25, "survival_rate": 0.96}
     assert passes(bar, good, {})
     for key, worse in (("lin_vel_error", 0.3), ("yaw_rate_error", 0.35), ("survival_rate", 0.9)):

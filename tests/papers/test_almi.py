@@ -74,15 +74,9 @@ def test_a_short_run_moves_the_curricula():
 
 def untrained_run(tmp_path, task):
     """A run directory holding a fresh (untrained) policy for ``task``."""
-    from embody.policies.actor_critic import ActorCritic
-    from embody.runs import build_env, write_policy_run
-    from embody.train import resolve_config
+    from embody.papers.almi.train import untrained_run as make
 
-    cfg = resolve_config(task, overrides=["env.randomization.enabled=false"])
-    env = build_env(cfg, n_envs=1)
-    policy = ActorCritic(env.observation_size, env.action_size, env.privileged_size, cfg.policy)
-    env.close()
-    return write_policy_run(tmp_path / task, cfg, policy)
+    return make(task, tmp_path / task)
 
 
 def test_the_whole_body_tracks_with_nine_joints_and_holds_the_wrists_at_the_reference():
@@ -234,3 +228,11 @@ def test_export_dataset_records_clips_times_commands_with_a_language_task(tmp_pa
     ep = ds.episode(0)
     assert ep["embody.base_pose"].shape == (ds.row(0).length, 7) and ep["embody.imu"].shape[1] == 10
     assert main(argv[:-2] + ["--commands", "11", "--out", str(tmp_path / "x")]) == 2  # 10 templates
+
+
+def test_bench_learning_times_the_frozen_part_and_knows_almi_lower():
+    from embody.benchmarks.learning import bars, rollout_rates
+
+    assert bars()["almi-lower"] == ("length", 5.0)
+    rates = rollout_rates("almi-lower", ["n_envs=4"], steps=3)
+    assert set(rates) == {"one policy", "two policies"} and min(rates.values()) > 0
