@@ -221,6 +221,11 @@ def _deploy_arguments(p: argparse.ArgumentParser) -> None:
         "--command", type=floats, help="velocity command vx,vy,yaw_rate for velocity tasks (default: the task's)"
     )
     p.add_argument("--clip", metavar="FILE", help="a motion clip the upper body plays (tasks with motion clips)")
+    p.add_argument(
+        "--teleop",
+        choices=("keyboard", "gamepad", "spacemouse"),
+        help="a person's input as the task's reference (tasks with teleop(), e.g. ALMI's hand targets)",
+    )
     p.add_argument("--no-band", action="store_true", help="sim: start the robot standing, without the band")
     p.add_argument("--record", metavar="DIR", help="record what was sent and received into a dataset (one episode)")
     add_set(p, "the run's config")
@@ -247,6 +252,7 @@ def _deploy(args) -> int:
         band=not args.no_band,
         ramp_s=args.ramp,
         record=Path(args.record) if args.record else None,
+        teleop=args.teleop,
     )
     commands = None if args.command is None else np.array(args.command)
     overrides = list(args.set)

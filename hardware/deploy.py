@@ -111,6 +111,7 @@ class DeployConfig:
     ramp_s: float = 2.0  # to the default pose
     supervisor: SupervisorConfig | None = None  # None: the driver's default for the robot (ramp_s applies)
     record: Path | None = None  # a dataset to record the deployment into (one episode)
+    teleop: str | None = None  # an input device (keyboard, gamepad, spacemouse) whose moves the task's teleop() takes
 
 
 def parse_target(target: str) -> tuple[bool, str]:
@@ -203,13 +204,17 @@ def make_driver(robot: RobotSpec, iface: str, domain: int, supervisor: SafetySup
 
 class PolicyStep:
     """Deploy's step (a session ``Step``): the live state, stamped with the task's clock (time since
-    the episode began) → ``runner.command`` → the driver (→ the recorder); tracks the torso tilt."""
+    the episode began) → ``runner.command`` → the driver (→ the recorder); tracks the torso tilt. With a
+    ``device``, its move and buttons go to the task's ``teleop(move, buttons)`` first (a teleoperated
+    reference, e.g. ALMI's hand targets)."""
 
-    def __init__(self, driver, runner: PolicyRunner, recorder=None):
-        self.driver, self.runner, self.recorder = driver, runner, recorder
+    def __init__(self, driver, runner: PolicyRunner, recorder=None, device=None):
+        self.driver, self.runner, self.recorder, self.device = driver, runner, recorder, device
         self.max_tilt = 0.0  # [rad]
 
     def __call__(self, tick: int, t: float) -> bool:
+        if self.device is not None:
+            self.runner.task.teleop(*self.device.read())
         state = self.driver.read_state()
         state.time = np.array([t])
         age = self.driver.state_age()
@@ -227,9 +232,11 @@ def deploy(run: Path, cfg: DeployConfig, overrides: list[str] = (), commands: np
     runner = PolicyRunner(run, overrides, commands)
     if runner.robot.name != cfg.robot:
         raise HardwareError(f"{run} was trained for robot {runner.robot.name!r}, not {cfg.robot!r}")
+    if cfg.teleop is not None and not callable(getattr(runner.task, "teleop", None)):
+        raise HardwareError(f"--teleop: {run}'s task {runner.task.name!r} takes no teleoperated reference")
     band = cfg.band and cfg.robot == "h1_2"
     summary: dict = {}
-    recorder = None
+    recorder, device = None, _device(cfg.teleop)
     if cfg.record is not None:
         from .recorder import DeployRecorder
 
@@ -244,7 +251,7 @@ def deploy(run: Path, cfg: DeployConfig, overrides: list[str] = (), commands: np
             driver = target.driver
             config = dataclasses.replace(cfg.supervisor or driver.supervisor.config, ramp_s=cfg.ramp_s)
             driver.supervisor = SafetySupervisor(runner.robot, config)
-            step = PolicyStep(driver, runner, recorder)
+            step = PolicyStep(driver, runner, recorder, device)
             session = SupervisedSession(
                 driver,
                 SessionConfig(
@@ -267,10 +274,21 @@ def deploy(run: Path, cfg: DeployConfig, overrides: list[str] = (), commands: np
     finally:
         if recorder is not None:
             summary["recorded"] = {"dataset": str(cfg.record), "episodes": recorder.close()}
+        if device is not None:
+            device.close()
     if target.sim is not None:
         summary["robot_sim"] = target.robot_sim
     log.info("deploy summary: %s", json.dumps(summary))
     return summary
+
+
+def _device(name: str | None):
+    """The teleoperation input device ``name`` (None: none)."""
+    if name is None:
+        return None
+    from .teleop import make_device
+
+    return make_device(name)
 
 
 def release_band(domain: int, iface: str):

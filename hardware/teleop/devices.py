@@ -63,8 +63,8 @@ def dead_zone(value: np.ndarray | float, zone: float) -> np.ndarray:
 
 class KeyboardInput:
     """Keys held in the pygame window: arrows or WASD move x/y (Up/W +x, Left/A +y), R/PageUp and
-    F/PageDown z; Shift slows to 30%; Enter (or Space) ends the episode ("done"), Esc or closing the
-    window aborts. Held keys are tracked from KEYDOWN/KEYUP events (what a real keyboard and
+    F/PageDown z; Shift slows to 30%; G (or Tab) presses "grip"; Enter (or Space) ends the episode ("done"),
+    Esc or closing the window aborts. Held keys are tracked from KEYDOWN/KEYUP events (what a real keyboard and
     ``pygame.event.post`` both produce); losing the window's focus releases them all."""
 
     name = "keyboard"
@@ -98,6 +98,8 @@ class KeyboardInput:
                     buttons.add("abort")
                 elif e.key in (pg.K_RETURN, pg.K_KP_ENTER, pg.K_SPACE):
                     buttons.add("done")
+                elif e.key in (pg.K_g, pg.K_TAB):
+                    buttons.add("grip")
                 elif e.key in (pg.K_LSHIFT, pg.K_RSHIFT):
                     self.shift = True
                 else:

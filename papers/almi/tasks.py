@@ -128,6 +128,8 @@ class AlmiWholeBody(H1_2Stand):
         self.last_action = np.zeros((n_envs, self.action_size))
         self.state: RobotState | None = None  # the last observed state, which frozen parts act on
         self.pinned = np.full(n_envs, -1)  # a clip an env plays over and over (datasets); -1: drawn as usual
+        self.hands = None  # teleoperation: a person's hand targets replace the clips (``teleop``)
+        self.teleop_reference: np.ndarray | None = None  # (n_joints,)
         # a clip's intensity: its upper joints' mean speed [rad/s] (the difficulty axis of the evaluation)
         speeds = np.abs(np.diff(self.frames, axis=1)) / self.dt
         self.intensity = np.array([speeds[c, : n - 1].mean() if n > 1 else 0.0 for c, n in enumerate(self.lengths)])
@@ -203,10 +205,21 @@ class AlmiWholeBody(H1_2Stand):
         p = self.pinned >= 0
         self.clip[p] = self.pinned[p]
 
+    def teleop(self, move: np.ndarray, buttons: set[str]) -> None:
+        """One tick of a person's input (``embody deploy --teleop``): hand targets become the reference."""
+        from .teleop import HandTargets
+
+        if self.hands is None:
+            self.hands = HandTargets(self.robot, self.dt)
+        self.teleop_reference = self.hands.update(move, buttons)
+
     def upper_targets(self) -> np.ndarray:
-        """The upper body at the reference q₀ + amplitude·(clip frame − q₀)."""
+        """The upper body at the reference q₀ + amplitude·(clip frame − q₀), or the teleoperated reference."""
         targets = super().upper_targets()
         up = self.upper
+        if self.teleop_reference is not None:
+            targets[:, up] = self.teleop_reference[up]
+            return targets
         targets[:, up] = self.q0[up] + self.clip_amplitude * (targets[:, up] - self.q0[up])
         return targets
 

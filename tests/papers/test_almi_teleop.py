@@ -1,0 +1,84 @@
+"""ALMI's teleoperated upper body: hand targets from an input device through IK into the reference the upper
+policy tracks, in the task and in a deploy session driven by posted keyboard events."""
+
+import os
+
+import numpy as np
+import pytest
+
+from embody.papers.almi.teleop import HandTargets
+from embody.robots import get_robot
+
+
+def test_hand_targets_move_the_selected_wrist_within_reach_ranges_and_speeds():
+    spec = get_robot("h1_2")
+    hands = HandTargets(spec, dt=0.02, speed=0.25, reach=0.1)
+    start = {s: hands.wrist_position(s) for s in ("left", "right")}
+    refs = [hands.update(np.array([1.0, 0.0, 0.0]), set()) for _ in range(100)]  # 2 s forward: reach caps it
+    assert hands.wrist_position("left")[0] - start["left"][0] == pytest.approx(0.1, abs=0.01)
+    np.testing.assert_allclose(hands.wrist_position("right"), start["right"], atol=1e-6)  # the other hand stays
+    q = np.array(refs)
+    assert (q >= spec.lower - 1e-12).all() and (q <= spec.upper + 1e-12).all()
+    assert (np.abs(np.diff(q, axis=0)) <= spec.velocity_limit * 0.02 + 1e-12).all()
+    moved = np.flatnonzero(np.abs(q[-1] - spec.default_pose) > 1e-6)
+    assert set(spec.joint_names[j] for j in moved) <= {
+        f"left_{j}_joint" for j in ("shoulder_pitch", "shoulder_roll", "shoulder_yaw", "elbow_pitch")
+    }
+    hands.update(np.zeros(3), {"grip"})  # switch hands
+    for _ in range(50):
+        hands.update(np.array([0.0, 0.0, 1.0]), set())
+    assert hands.wrist_position("right")[2] - start["right"][2] == pytest.approx(0.1, abs=0.01)
+
+
+def test_the_teleoperated_reference_replaces_the_clips():
+    from embody.papers.almi.tasks import TRACKED, AlmiConfig
+    from embody.sims.vec_env import make_env
+
+    cfg = AlmiConfig()
+    cfg.randomization.enabled = False
+    env = make_env("almi", n_envs=1, seed=0, config=cfg)
+    env.reset()
+    task = env.task
+    for _ in range(20):
+        task.teleop(np.array([1.0, 0.0, 0.5]), set())
+    env.step(np.zeros((1, 21)))
+    ref = task.hands.q
+    np.testing.assert_allclose(task.reference[0, task.upper], ref[task.upper])
+    tracked = [task.robot.joint_names.index(n) for n in TRACKED]
+    obs = task.upper_observe(env.sim.state())
+    np.testing.assert_allclose(obs[0, 6:15], ref[tracked] - task.q0[tracked], atol=1e-6)
+
+
+@pytest.mark.slow
+def test_a_deploy_session_takes_posted_keyboard_events_as_hand_targets(tmp_path):
+    """Over loopback DDS on robot-sim: a held Up key moves the left hand's reference forward all session."""
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    pygame = pytest.importorskip("pygame")
+    from embody.datasets.format import load
+    from embody.hardware.deploy import DeployConfig, deploy
+    from embody.hardware.teleop import init_pygame
+    from embody.papers.almi.train import compose, make_config, untrained_run
+
+    whole = tmp_path / "whole"
+    compose(
+        untrained_run("almi-lower", tmp_path / "lower"),
+        untrained_run("almi-upper", tmp_path / "upper"),
+        whole,
+        make_config("tiny"),
+    )
+    init_pygame()
+    pygame.event.clear()
+    pygame.event.post(pygame.event.Event(pygame.KEYDOWN, key=pygame.K_UP, mod=0, unicode="", scancode=0))
+    cfg = DeployConfig(
+        robot="h1_2",
+        domain=230 + os.getpid() % 20,
+        duration_s=1.0,
+        ramp_s=0.5,
+        teleop="keyboard",
+        record=tmp_path / "ds",
+    )
+    summary = deploy(whole, cfg, commands=np.zeros(3))
+    assert summary["policy_steps"] > 10
+    obs = load(tmp_path / "ds").episode(0)["embody.observation"]
+    reference = obs[:, 77 + 6 : 77 + 15]  # the tracked joints' reference − q0, in the upper observation
+    assert np.abs(reference[-1]).max() > np.abs(reference[0]).max() + 0.05  # it moved with the key held
