@@ -183,6 +183,9 @@ def test_eval_reports_each_method_on_held_out_motions(tmp_path, capsys):
     capsys.readouterr()
     assert main(["almi", "eval", str(lower), "--episodes", "1", "--out", str(out)]) == 2
     assert "an almi (whole-body) run is needed, this one trained almi-lower" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main(["almi", "eval", str(runs[0]), "--clips", str(tmp_path / "empty"), "--out", str(out)]) == 2
+    assert f"{tmp_path / 'empty'}: the motion library holds no .safetensors clips" in capsys.readouterr().err
 
 
 @pytest.mark.slow
