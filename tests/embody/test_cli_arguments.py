@@ -40,6 +40,7 @@ INPUT_PATHS = {
         ["almi", "export-dataset", MISSING, "--clips", "{tmp}", "--out", "{tmp}/ds"],
         ["almi", "export-dataset", "x", "--clips", MISSING, "--out", "{tmp}/ds"],
     ],
+    "backdoor trigger": [["backdoor", "trigger", MISSING, "--out", "{tmp}/lib"]],
     "almi compose": [["almi", "compose", "--lower", MISSING, "--upper", MISSING, "--out", "{tmp}/whole"]],
     "mpa eval": [["mpa", "eval", "--models", MISSING, "--out", "{tmp}/mpa"]],
     "mpa diagnose": [["mpa", "diagnose", "--models", MISSING, "--out", "{tmp}/mpa"]],

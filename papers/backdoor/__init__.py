@@ -1,0 +1,1 @@
+"""Trajectory backdoor attacks on offline-RL driving agents (papers.md). See README.md."""
