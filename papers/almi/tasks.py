@@ -181,9 +181,11 @@ class AlmiWholeBody(H1_2Stand):
         super().on_reset(env_ids)
 
     def _score(self, clips: np.ndarray, fell: np.ndarray) -> None:
-        c = self.config.clips
-        for clip, f in zip(clips, fell):  # a handful of episodes end per step
-            self.difficulty[clip] = c.difficulty_memory * self.difficulty[clip] + (1 - c.difficulty_memory) * f
+        c, n = self.config.clips, len(self.difficulty)
+        ended = np.bincount(clips, minlength=n)  # k episodes ending on a clip: k steps of its average at once
+        falls = np.bincount(clips, weights=fell.astype(np.float64), minlength=n)
+        keep = c.difficulty_memory ** ended
+        self.difficulty = keep * self.difficulty + (1 - keep) * falls / np.maximum(ended, 1)
         self.order = np.argsort(self.difficulty, kind="stable")
         step = c.up if 1.0 - fell.mean() >= c.survive else -c.down
         self.amplitude = float(np.clip(self.amplitude + step, c.amplitude, 1.0))
