@@ -1,4 +1,4 @@
-"""Offline RL from a fixed dataset of transitions: TD3+BC and IQL.
+"""Offline RL from a fixed dataset of transitions: TD3+BC, IQL and CQL.
 
 ``train_offline`` learns a deterministic policy from (obs, action, reward, next_obs, done)
 tuples recorded by some behavior policy, without ever acting in the environment:
@@ -11,6 +11,11 @@ tuples recorded by some behavior policy, without ever acting in the environment:
   dataset's actions, ``Q`` regressed on ``r + γ·V(s')`` (never querying an unseen action), and a
   deterministic actor fitted by advantage-weighted regression: MSE to the dataset action weighted
   by ``min(exp(β·A), max_weight)``.
+- CQL (Kumar et al. 2020, CQL(H) on SAC): a tanh-Gaussian actor with a learned entropy temperature, twin
+  critics regressed on ``r + γ·min Q'(s', a' ~ π)``, plus the conservative penalty
+  ``cql_alpha · (logsumexp_a Q(s, a) − Q(s, a_data))`` with the log-sum-exp estimated from ``cql_samples``
+  uniform, current-policy and next-state-policy actions per state (importance-weighted by their densities),
+  which pushes Q down on actions the data does not hold. It acts with the Gaussian's mean.
 
 Observations are normalized by the dataset mean/std and actions scaled to [-1, 1] from
 ``action_low``/``action_high``; the ``OfflineAgent`` holds both, so it acts and scores in the
@@ -22,6 +27,7 @@ Shapes: ``N`` transitions, ``B`` batch, ``O`` observation size, ``A`` action siz
 from __future__ import annotations
 
 import copy
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,15 +38,15 @@ from torch import nn
 from .networks import Normalizer, mlp
 from .trajectory import Array, SavedModel, as_tensor, check_rows, fit_normalizer, like_input, load_model, save_model
 
-ALGOS = ("td3bc", "iql")
+ALGOS = ("td3bc", "iql", "cql")
 
 
 @dataclass
 class OfflineRLConfig:
-    """Settings of ``train_offline``: the algorithm (``td3bc`` | ``iql``), networks, optimizer and
+    """Settings of ``train_offline``: the algorithm (``td3bc`` | ``iql`` | ``cql``), networks, optimizer and
     each algorithm's own hyperparameters (fields marked TD3+BC or IQL apply to that one only)."""
 
-    algo: str = "td3bc"  # td3bc | iql
+    algo: str = "td3bc"  # td3bc | iql | cql
     hidden: list[int] = field(default_factory=lambda: [256, 256])
     activation: str = "relu"
     lr: float = 3e-4
@@ -55,6 +61,8 @@ class OfflineRLConfig:
     expectile: float = 0.7  # IQL: τ of the expectile regression of V
     beta: float = 3.0  # IQL: inverse temperature of the advantage weights
     max_weight: float = 100.0  # IQL: clip of exp(β·A)
+    cql_alpha: float = 5.0  # CQL: weight of the conservative penalty
+    cql_samples: int = 10  # CQL: actions per state of each kind in the log-sum-exp
     normalize_obs: bool = True
     log_every: int = 1000  # steps between history entries (and progress updates)
     seed: int = 0
@@ -82,7 +90,9 @@ class OfflineAgent(SavedModel):
         self.register_buffer("action_low", -torch.ones(action_size))
         self.register_buffer("action_high", torch.ones(action_size))
         hidden, act = config.hidden, config.activation
-        self.actor = mlp([obs_size, *hidden, action_size], act)
+        stochastic = config.algo == "cql"  # the actor's outputs: mean, and log std for a tanh-Gaussian
+        self.actor = mlp([obs_size, *hidden, action_size * (2 if stochastic else 1)], act)
+        self.log_temperature = nn.Parameter(torch.zeros(())) if stochastic else None  # CQL: SAC's entropy weight
         self.critic1 = mlp([obs_size + action_size, *hidden, 1], act)
         self.critic2 = mlp([obs_size + action_size, *hidden, 1], act)
         self.value = mlp([obs_size, *hidden, 1], act) if config.algo == "iql" else None
@@ -91,8 +101,16 @@ class OfflineAgent(SavedModel):
 
     # -- in normalized units: obs_n (B, O) normalized, a (B, A) in [-1, 1] -----------------------
     def pi(self, obs_n: torch.Tensor) -> torch.Tensor:
-        """The actor's action (B, A) in [-1, 1]."""
-        return torch.tanh(self.actor(obs_n))
+        """The actor's action (B, A) in [-1, 1] (CQL: its Gaussian's mean, squashed)."""
+        return torch.tanh(self.actor(obs_n)[..., : self.action_size])
+
+    def sample(self, obs_n: torch.Tensor, gen: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """CQL's stochastic actor: a reparameterized tanh-Gaussian action (B, A) and its log density (B,)."""
+        mean, log_std = self.actor(obs_n).split(self.action_size, -1)
+        std = log_std.clamp(-5.0, 2.0).exp()
+        u = mean + std * torch.randn(mean.shape, generator=gen, device=mean.device)
+        logp = (-0.5 * ((u - mean) / std).pow(2) - std.log() - 0.5 * math.log(2 * math.pi)).sum(-1)
+        return torch.tanh(u), logp - (2 * (math.log(2) - u - nn.functional.softplus(-2 * u))).sum(-1)
 
     def qs(self, obs_n: torch.Tensor, a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Both critics' Q (B,) each."""
@@ -218,7 +236,7 @@ def _fit(agent: OfflineAgent, data: tuple[torch.Tensor, ...], cfg: OfflineRLConf
     """Run ``cfg.steps`` gradient steps on uniformly drawn minibatches; returns the history."""
     from embody.progress import Progress
 
-    step_fn = _td3bc_step if cfg.algo == "td3bc" else _iql_step
+    step_fn = {"td3bc": _td3bc_step, "iql": _iql_step, "cql": _cql_step}[cfg.algo]
     critics = [*agent.critic1.parameters(), *agent.critic2.parameters()]
     opts = {
         "actor": torch.optim.Adam(agent.actor.parameters(), lr=cfg.lr),
@@ -226,7 +244,9 @@ def _fit(agent: OfflineAgent, data: tuple[torch.Tensor, ...], cfg: OfflineRLConf
     }
     if agent.value is not None:
         opts["value"] = torch.optim.Adam(agent.value.parameters(), lr=cfg.lr)
-    names = ("actor", "critic1", "critic2") if cfg.algo == "td3bc" else ("critic1", "critic2")  # IQL: no target actor
+    if agent.log_temperature is not None:
+        opts["temperature"] = torch.optim.Adam([agent.log_temperature], lr=cfg.lr)
+    names = ("actor", "critic1", "critic2") if cfg.algo == "td3bc" else ("critic1", "critic2")  # no target actor
     targets = {k: copy.deepcopy(getattr(agent, k)).requires_grad_(False) for k in names}
     gen = torch.Generator(device=cfg.device).manual_seed(cfg.seed)
     bar = Progress(cfg.steps, label=f"offline {cfg.algo}", unit="steps") if cfg.progress else None
@@ -347,6 +367,51 @@ def _iql_step(
         "actor_loss": actor_loss.item(),
         "value_loss": value_loss.item(),
         "q_mean": q_mean,
+    }
+
+
+def _cql_step(
+    agent: OfflineAgent,
+    targets: dict[str, nn.Module],
+    opts: dict[str, torch.optim.Optimizer],
+    batch: tuple[torch.Tensor, ...],
+    step: int,
+    cfg: OfflineRLConfig,
+    gen: torch.Generator,
+) -> dict:
+    """One CQL(H) update on a normalized batch (s, a, r, s', d): actor and temperature (SAC), then the critics'
+    TD loss plus the conservative penalty; returns its losses."""
+    s, a, r, s2, d = batch
+    a_pi, logp = agent.sample(s, gen)
+    temperature = agent.log_temperature.exp().detach()
+    actor_loss = (temperature * logp - torch.minimum(*agent.qs(s, a_pi))).mean()
+    _update(opts["actor"], actor_loss)
+    temperature_loss = -(agent.log_temperature * (logp.detach() - agent.action_size)).mean()  # target entropy −A
+    _update(opts["temperature"], temperature_loss)
+    with torch.no_grad():
+        y = r + cfg.gamma * (1 - d) * _target_q(targets, s2, agent.sample(s2, gen)[0])
+        n, (B, A) = cfg.cql_samples, a.shape
+        s_rep, s2_rep = s.repeat_interleave(n, 0), s2.repeat_interleave(n, 0)
+        uniform = torch.rand((B * n, A), generator=gen, device=a.device) * 2 - 1
+        a_now, logp_now = agent.sample(s_rep, gen)
+        a_next, logp_next = agent.sample(s2_rep, gen)
+    q1, q2 = agent.qs(s, a)
+    td = (q1 - y).pow(2).mean() + (q2 - y).pow(2).mean()
+    # log-sum-exp over actions, importance-weighted: uniform density 2^−A, the policy's its own
+    proposals = ((uniform, A * math.log(2.0)), (a_now, -logp_now), (a_next, -logp_next))
+    penalty = 0.0
+    for i, q_data in enumerate((q1, q2)):
+        qs = [agent.qs(s_rep, x)[i] + w for x, w in proposals]
+        lse = torch.logsumexp(torch.cat([q.reshape(B, n) for q in qs], 1), 1)
+        penalty = penalty + (lse - q_data).mean()
+    critic_loss = td + cfg.cql_alpha * penalty
+    _update(opts["critic"], critic_loss)
+    _soft_update(agent, targets, cfg.tau)
+    return {
+        "critic_loss": critic_loss.item(),
+        "actor_loss": actor_loss.item(),
+        "cql_penalty": penalty.item(),
+        "q_mean": torch.minimum(q1, q2).mean().item(),
     }
 
 
