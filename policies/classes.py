@@ -12,4 +12,5 @@ POLICY_CLASSES.register("TrajectoryMLP", "embody.policies.trajectory:TrajectoryM
 POLICY_CLASSES.register("DiffusionModel", "embody.policies.diffusion:DiffusionModel")
 POLICY_CLASSES.register("QModel", "embody.policies.value:QModel")
 POLICY_CLASSES.register("OfflineAgent", "embody.policies.offline:OfflineAgent")
+POLICY_CLASSES.register("DecisionTransformer", "embody.policies.decision_transformer:DecisionTransformer")
 POLICY_CLASSES.register("CompositePolicy", "embody.policies.compose:CompositePolicy")
