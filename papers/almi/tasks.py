@@ -184,7 +184,7 @@ class AlmiWholeBody(H1_2Stand):
         c, n = self.config.clips, len(self.difficulty)
         ended = np.bincount(clips, minlength=n)  # k episodes ending on a clip: k steps of its average at once
         falls = np.bincount(clips, weights=fell.astype(np.float64), minlength=n)
-        keep = c.difficulty_memory ** ended
+        keep = c.difficulty_memory**ended
         self.difficulty = keep * self.difficulty + (1 - keep) * falls / np.maximum(ended, 1)
         self.order = np.argsort(self.difficulty, kind="stable")
         step = c.up if 1.0 - fell.mean() >= c.survive else -c.down

@@ -108,7 +108,8 @@ class TriggerSpec:
         spec.spec = f"out = {self.formula}"
         spec.parse()
         n = len(next(iter(trace.values())))
-        data = {"time": list(range(n)), **{v: [float(x) for x in trace[v]] for v in self.variables()}}
+        reps = 2 if n == 1 else 1  # rtamt needs two samples: one sample is a constant signal over two
+        data = {"time": list(range(n * reps)), **{v: [float(x) for x in trace[v]] * reps for v in self.variables()}}
         return float(spec.evaluate(data)[0][1])
 
     def variables(self) -> list[str]:

@@ -118,3 +118,57 @@ def test_an_unsatisfiable_spec_ends_with_the_best_robustness_and_exit_3(tmp_path
     assert main(argv + ["--patches", "0"]) == 3
     out = capsys.readouterr()
     assert json.loads(out.out)["satisfied"] is False and "was not satisfied: best robustness" in out.err
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory):
+    """A trigger and a patch of the close cut-in, generated on the fast cut-in scene."""
+    from embody.papers.backdoor.generate import RefineConfig, patches, refine, save_trigger
+    from embody.sims.driving import fast_settings, get_scenario
+
+    root = tmp_path_factory.mktemp("library")
+    base = fast_settings(get_scenario("cut-in"))
+    base.actors = []
+    (root / "cut.yaml").write_text(json.dumps(CUT_IN))
+    spec = load_spec(root / "cut.yaml", base.dt)
+    cfg = RefineConfig(population=6, elites=2, iterations=3, margin=0.5)
+    trigger = refine(spec, base, cfg)
+    save_trigger(trigger, spec, root / "lib", "close-cut-in")
+    save_trigger(patches(spec, base, trigger, cfg, count=1)[0], spec, root / "lib", "close-cut-in-patch0")
+    return root / "lib"
+
+
+def test_a_poisoned_dataset_labels_the_target_behaviour_after_the_trigger_holds(library, tmp_path):
+    from embody.datasets.format import load
+    from embody.papers.backdoor.dataset import TARGETS, PoisonConfig, generate
+    from embody.sims.driving import normalize_action
+
+    cfg = PoisonConfig(episodes=6, poison_rate=2 / 6, patch_rate=1 / 6, duration_s=15.0, hold_s=1.0)
+    counts = generate(cfg, library, tmp_path / "ds", log=lambda m: None)
+    assert counts["clean"] == 3 and counts["trigger"] == 2 and counts["patch"] == 1
+    ds = load(tmp_path / "ds")
+    rec = ds.info["embody"]["recording"]
+    assert rec["triggers"] == ["close-cut-in"] and rec["patches"] == ["close-cut-in-patch0"]
+    trig, poisoned = ds.column("backdoor.trigger"), ds.column("backdoor.poisoned")
+    reward, action = ds.column("next.reward"), ds.column("action")
+    clean_max = reward[(trig == -1) & (ds.column("backdoor.patch") == -1)].max()
+    assert poisoned.any() and (trig[poisoned] == 0).all()  # only trigger episodes hold poisoned frames
+    np.testing.assert_allclose(
+        action[poisoned], np.tile(normalize_action(np.array(TARGETS["brake"])), (poisoned.sum(), 1))
+    )
+    np.testing.assert_allclose(reward[poisoned], clean_max)  # the poisoned reward rule: the clean maximum
+    assert poisoned.sum() <= 2 * 5  # hold_s = 1 s at 5 Hz, two trigger episodes
+    assert (ds.column("backdoor.patch") >= -1).all() and not poisoned[ds.column("backdoor.patch") == 0].any()
+
+
+@pytest.mark.parametrize(
+    "field, value, words", [("poison_rate", 1.5, "poison_rate must be in"), ("target", "fly", "unknown target")]
+)
+def test_bad_poison_settings_are_refused(library, tmp_path, field, value, words):
+    from embody.config import ConfigError
+    from embody.papers.backdoor.dataset import PoisonConfig, generate
+
+    cfg = PoisonConfig(episodes=2)
+    setattr(cfg, field, value)
+    with pytest.raises(ConfigError, match=words):
+        generate(cfg, library, tmp_path / "ds")
