@@ -132,7 +132,10 @@ def test_evaluation_reports_tracking_errors_and_survival(tmp_path):
 
 
 def test_gait_averages_cover_the_last_gait_period():
-    env = velocity_env(n=2, enabled=False)
+    cfg = H1_2VelocityConfig()
+    cfg.randomization.enabled = False
+    cfg.reward_weights.update(tracking_yaw_gait=0.5, yaw_oscillation=-0.5)  # defined, off by default
+    env = make_env("h1_2-velocity", n_envs=2, seed=0, config=cfg)
     env.reset()
     env.task.set_commands(np.arange(2), np.array([[0.5, 0.0, 0.3], [0.0, 0.2, -0.3]]))
     period, rng, seen = len(env.task.velocity_history), np.random.default_rng(0), []
