@@ -157,7 +157,7 @@ def test_gait_averages_cover_the_last_gait_period():
     assert (env.task.gait_velocity()[0] == 0).all() and (env.task.gait_velocity()[1] != 0).all()
 
 
-def test_joint_speeds_past_the_limits_are_penalized_and_reported():
+def test_joint_speeds_past_the_limits_are_penalized_and_reported():  # dof_vel_limits: defined, off by default
     import dataclasses
 
     env = velocity_env(n=2, enabled=False)
