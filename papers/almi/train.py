@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from embody.config import ConfigError
+from embody.config import ConfigError, apply_overrides
 from embody.policies.checkpoint import CheckpointError, load_checkpoint
 from embody.policies.compose import CompositePolicy
 from embody.runs import CHECKPOINT, EVAL, build_env, policy_spec, write_policy_run
@@ -53,10 +53,10 @@ def stage_config(cfg: AlmiTrainConfig, task: str, env: dict[str, str | None]) ->
     sets = [f"env.{k}={v}" for k, v in env.items() if v is not None]
     if not cfg.curricula:
         sets.append("env.clips.enabled=false")
-    t = resolve_config(task, overrides=[*sets, *cfg.overrides])
+    t = resolve_config(task, overrides=sets)
     t.steps, t.max_time_s, t.n_envs, t.seed = cfg.stage_steps, cfg.stage_time_s, cfg.n_envs, cfg.seed
     t.eval_episodes, t.video = cfg.eval_episodes, False
-    return t
+    return apply_overrides(t, texts=cfg.overrides)  # the user's --set last: it wins over the scale
 
 
 def train_almi(cfg: AlmiTrainConfig, out: Path, log=print) -> dict:
