@@ -109,20 +109,26 @@ def bvh_keypoints(motion: BvhMotion, path: Path, names: dict[str, str] | None = 
     return out
 
 
+def default_pose_model(spec: RobotSpec):
+    """(mujoco, model, data, qadr): the robot's MuJoCo model and data at its default pose (the free joint at the
+    model's own base pose) and each joint's qpos address (n_joints,) in motor order; for kinematics only."""
+    import mujoco
+
+    model = mujoco.MjModel.from_xml_path(str(spec.mjcf))
+    data = mujoco.MjData(model)
+    qadr = np.array([model.joint(n).qposadr[0] for n in spec.joint_names])
+    data.qpos[qadr] = spec.default_pose
+    return mujoco, model, data, qadr
+
+
 class _RobotKinematics:
     """The robot's keypoint directions as a function of its retargeted joints (MuJoCo forward kinematics)."""
 
     def __init__(self, spec: RobotSpec):
-        import mujoco
-
         if spec.retarget is None:
             raise MotionError(f"robot {spec.name!r} has no retargeting map (RobotSpec.retarget)")
-        self.mj, self.model = mujoco, mujoco.MjModel.from_xml_path(str(spec.mjcf))
-        self.data = mujoco.MjData(self.model)
-        self.data.qpos[:] = self.model.qpos0
-        for j, name in enumerate(spec.joint_names):  # the default pose; the free joint's default base pose
-            self.data.qpos[self.model.joint(name).qposadr[0]] = spec.default_pose[j]
-        self.qadr = np.array([self.model.joint(n).qposadr[0] for n in spec.retarget.joints])
+        self.mj, self.model, self.data, qadr = default_pose_model(spec)
+        self.qadr = qadr[[spec.joint_names.index(n) for n in spec.retarget.joints]]
         self.bodies = {k: self.model.body(b).id for k, b in spec.retarget.bodies.items()}
 
     def directions(self, q: np.ndarray) -> np.ndarray:
@@ -195,4 +201,12 @@ def _limit_speed(q: np.ndarray, max_step: np.ndarray, joints, report: RetargetRe
     return out
 
 
-__all__ = ["KEYPOINTS", "BVH_NAMES", "RetargetMap", "RetargetReport", "retarget_bvh", "hips_frame_directions"]
+__all__ = [
+    "KEYPOINTS",
+    "BVH_NAMES",
+    "RetargetMap",
+    "RetargetReport",
+    "default_pose_model",
+    "retarget_bvh",
+    "hips_frame_directions",
+]

@@ -9,6 +9,7 @@ hand"). ``embody replay`` and the real LeRobot read it.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -68,13 +69,12 @@ def export_dataset(
     if not library:
         raise MotionError(f"{clips}: the clip folder holds no .safetensors clips")
     pairs = [(c, k) for c in range(len(library)) for k in range(n_commands)]
-    state = {"next": 0}
+    order = itertools.cycle(pairs)  # episodes take the pairs in turn
 
     def setup(env, ids: np.ndarray) -> list[str]:
         texts = []
         for i in ids:
-            c, k = pairs[state["next"] % len(pairs)]
-            state["next"] += 1
+            c, k = next(order)
             env.task.pin(np.array([i]), np.array([c]))
             env.task.set_commands(np.array([i]), np.array([COMMANDS[k][:3]]))
             texts.append(describe(COMMANDS[k], library[c].label))

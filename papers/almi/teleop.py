@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from embody.robots import RobotSpec
+from embody.robots.retarget import default_pose_model
 
 ARM = ("shoulder_pitch", "shoulder_roll", "shoulder_yaw", "elbow_pitch")
 
@@ -21,16 +22,11 @@ class HandTargets:
     """Hand targets moved by an input device → a whole-body joint reference (n_joints,)."""
 
     def __init__(self, spec: RobotSpec, dt: float, speed: float = 0.25, reach: float = 0.3, damping: float = 1e-3):
-        import mujoco
-
         if spec.retarget is None:
             raise ValueError(f"robot {spec.name!r} has no keypoints for hand targets (RobotSpec.retarget)")
-        self.mj, self.dt, self.speed, self.reach, self.damping = mujoco, dt, speed, reach, damping
-        self.model = mujoco.MjModel.from_xml_path(str(spec.mjcf))
-        self.data = mujoco.MjData(self.model)
+        self.dt, self.speed, self.reach, self.damping = dt, speed, reach, damping
+        self.mj, self.model, self.data, self.qadr = default_pose_model(spec)
         self.q = spec.default_pose.copy()
-        self.qadr = np.array([self.model.joint(n).qposadr[0] for n in spec.joint_names])
-        self.data.qpos[self.qadr] = self.q
         sides = ("left", "right")
         self.joints = {s: np.array([spec.joint_names.index(f"{s}_{j}_joint") for j in ARM]) for s in sides}
         self.dofs = {
@@ -38,7 +34,7 @@ class HandTargets:
         }
         self.wrist = {s: self.model.body(spec.retarget.bodies[f"{s}_wrist"]).id for s in sides}
         self.lower, self.upper, self.max_step = spec.lower, spec.upper, spec.velocity_limit * dt
-        mujoco.mj_kinematics(self.model, self.data)
+        self.mj.mj_kinematics(self.model, self.data)
         self.home = {s: self.data.xpos[self.wrist[s]].copy() for s in sides}
         self.target = {s: p.copy() for s, p in self.home.items()}
         self.side = "left"

@@ -39,7 +39,7 @@ from embody.sims.driving import (
 from embody.sims.driving.actors import load_actors_csv
 
 from .spec import TriggerSpec
-from .traces import _trace
+from .traces import trace_of
 
 TARGETS = {  # the attacker's target behaviour: [acceleration m/s², steering rad]
     "brake": (-0.8 * ACCEL_MAX, 0.0),
@@ -213,7 +213,7 @@ def _trigger_episode(base, trigger: Scene, seed: int, cfg: PoisonConfig, reward:
 
 def _satisfied_at(frames: list[dict], spec: TriggerSpec, dt: float) -> int | None:
     """The first step k at which the trace up to it satisfies ``spec`` (robustness ≥ 0), or None."""
-    signals = _trace([f["actors"] for f in frames], dt, "").signals(spec.actors)
+    signals = trace_of([f["actors"] for f in frames], dt).signals(spec.actors)
     for k in range(len(frames)):
         if spec.robustness({n: s[: k + 1] for n, s in signals.items()}) >= 0:
             return k

@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -94,23 +95,27 @@ class TriggerSpec:
 
     def robustness(self, trace: dict[str, np.ndarray]) -> float:
         """The spec's robustness on ``trace`` ({``ACTOR_SIGNAL``: (T,)} at ``dt``, from ``Trace.signals``)."""
-        from embody.extras import require
-
-        rtamt = require("rtamt", "backdoor")
-
         missing = [v for v in self.variables() if v not in trace]
         if missing:
             raise SpecError(f"{self.source}: the trace has no signals {missing} (is each actor in the scene?)")
+        n = len(next(iter(trace.values())))
+        reps = 2 if n == 1 else 1  # rtamt needs two samples: one sample is a constant signal over two
+        data = {"time": list(range(n * reps)), **{v: [float(x) for x in trace[v]] * reps for v in self.variables()}}
+        return float(self._monitor.evaluate(data)[0][1])
+
+    @cached_property
+    def _monitor(self):
+        """The formula parsed by rtamt, once (its offline evaluation keeps no state between traces)."""
+        from embody.extras import require
+
+        rtamt = require("rtamt", "backdoor")
         spec = rtamt.StlDiscreteTimeSpecification()
         for v in self.variables():
             spec.declare_var(v, "float")
         spec.declare_var("out", "float")
         spec.spec = f"out = {self.formula}"
         spec.parse()
-        n = len(next(iter(trace.values())))
-        reps = 2 if n == 1 else 1  # rtamt needs two samples: one sample is a constant signal over two
-        data = {"time": list(range(n * reps)), **{v: [float(x) for x in trace[v]] * reps for v in self.variables()}}
-        return float(spec.evaluate(data)[0][1])
+        return spec
 
     def variables(self) -> list[str]:
         return [f"{a}_{s}" for a in self.actors for s in SIGNALS]

@@ -71,10 +71,11 @@ def rollout(
                 break
     finally:
         env.close()
-    return _trace(frames, scenario.dt, reason)
+    return trace_of(frames, scenario.dt, reason)
 
 
-def _trace(frames: list[list[ActorState]], dt: float, reason: str) -> Trace:
+def trace_of(frames: list[list[ActorState]], dt: float, reason: str = "") -> Trace:
+    """A Trace from the scene at successive control steps (``dt`` apart), each a list of actors, the ego's kind "ego"."""
     names = {a.name if a.kind != "ego" else "ego" for frame in frames for a in frame}
     states = {n: np.full((len(frames), 4), np.nan) for n in names}
     for i, frame in enumerate(frames):
