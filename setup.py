@@ -36,7 +36,9 @@ for package, folder in ROOTS.items():
 
 # model files, motion clips and PDDL under assets/ live in plain folders, not packages
 package_data = {
-    "embody.assets": ["**/*.xml", "**/*.urdf", "**/*.yaml", "**/*.json", "**/*.pddl", "**/*.npz", "**/*.safetensors"]
+    "embody.assets": ["**/*.xml", "**/*.urdf", "**/*.yaml", "**/*.json", "**/*.pddl", "**/*.npz", "**/*.safetensors"],
+    "embody.papers": ["*/specs/*.yaml"],  # hand-written spec files a method ships (backdoor triggers)
+    "embody.benchmarks": ["peers/*.py"],  # peer scripts run in the peers' own environments
 }
 
 plugins = [

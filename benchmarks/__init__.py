@@ -14,6 +14,7 @@ BENCHMARKS = {
     "driving": "embody.benchmarks.driving",
     "hardware": "embody.benchmarks.hardware",
     "learning": "embody.benchmarks.learning",
+    "offline": "embody.benchmarks.offline",
     "planning": "embody.benchmarks.planning",
     "sims": "embody.benchmarks.sims",
     "tasks": "embody.benchmarks.tasks",

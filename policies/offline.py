@@ -1,4 +1,4 @@
-"""Offline RL from a fixed dataset of transitions: TD3+BC, IQL and CQL.
+"""Offline RL from a fixed dataset of transitions: TD3+BC, IQL, CQL, and behavior cloning as their baseline.
 
 ``train_offline`` learns a deterministic policy from (obs, action, reward, next_obs, done)
 tuples recorded by some behavior policy, without ever acting in the environment:
@@ -16,6 +16,8 @@ tuples recorded by some behavior policy, without ever acting in the environment:
   ``cql_alpha · (logsumexp_a Q(s, a) − Q(s, a_data))`` with the log-sum-exp estimated from ``cql_samples``
   uniform, current-policy and next-state-policy actions per state (importance-weighted by their densities),
   which pushes Q down on actions the data does not hold. It acts with the Gaussian's mean.
+- BC: the same deterministic actor fitted by MSE to the dataset's actions, no critics (the baseline every
+  offline-RL method must beat on mixed-quality data).
 
 Observations are normalized by the dataset mean/std and actions scaled to [-1, 1] from
 ``action_low``/``action_high``; the ``OfflineAgent`` holds both, so it acts and scores in the
@@ -38,15 +40,15 @@ from torch import nn
 from .networks import Normalizer, mlp
 from .trajectory import Array, SavedModel, as_tensor, check_rows, fit_normalizer, like_input, load_model, save_model
 
-ALGOS = ("td3bc", "iql", "cql")
+ALGOS = ("td3bc", "iql", "cql", "bc")
 
 
 @dataclass
 class OfflineRLConfig:
-    """Settings of ``train_offline``: the algorithm (``td3bc`` | ``iql`` | ``cql``), networks, optimizer and
+    """Settings of ``train_offline``: the algorithm (``td3bc`` | ``iql`` | ``cql`` | ``bc``), networks, optimizer and
     each algorithm's own hyperparameters (fields marked TD3+BC or IQL apply to that one only)."""
 
-    algo: str = "td3bc"  # td3bc | iql | cql
+    algo: str = "td3bc"  # td3bc | iql | cql | bc
     hidden: list[int] = field(default_factory=lambda: [256, 256])
     activation: str = "relu"
     lr: float = 3e-4
@@ -93,8 +95,9 @@ class OfflineAgent(SavedModel):
         stochastic = config.algo == "cql"  # the actor's outputs: mean, and log std for a tanh-Gaussian
         self.actor = mlp([obs_size, *hidden, action_size * (2 if stochastic else 1)], act)
         self.log_temperature = nn.Parameter(torch.zeros(())) if stochastic else None  # CQL: SAC's entropy weight
-        self.critic1 = mlp([obs_size + action_size, *hidden, 1], act)
-        self.critic2 = mlp([obs_size + action_size, *hidden, 1], act)
+        critics = config.algo != "bc"
+        self.critic1 = mlp([obs_size + action_size, *hidden, 1], act) if critics else None
+        self.critic2 = mlp([obs_size + action_size, *hidden, 1], act) if critics else None
         self.value = mlp([obs_size, *hidden, 1], act) if config.algo == "iql" else None
         self.history: list[dict] = []
         self.summary: dict = {}
@@ -145,7 +148,9 @@ class OfflineAgent(SavedModel):
     @torch.no_grad()
     def q_value(self, obs: Array, actions: Array) -> Array:
         """obs (B, O), actions (B, A) in data units → Q (B,), the smaller of the twin critics
-        (IQL's Q estimate too: its V is regressed on the same minimum)."""
+        (IQL's Q estimate too: its V is regressed on the same minimum). BC has no critics: ValueError."""
+        if self.critic1 is None:
+            raise ValueError(f"a {self.config.algo} agent has no critics to score actions with")
         device = self.action_low.device
         o, a = as_tensor(obs, device).reshape(-1, self.obs_size), as_tensor(actions, device)
         q1, q2 = self.qs(self.obs_norm(o), self.scale(a.reshape(-1, self.action_size)))
@@ -153,6 +158,9 @@ class OfflineAgent(SavedModel):
 
     def reset(self, env_ids: torch.Tensor | None = None) -> None:
         pass
+
+    def reward(self, rewards: Array) -> None:
+        """The offline agents' acting interface (``offline_agents``): a memoryless actor ignores rewards."""
 
 
 # -- input checks ---------------------------------------------------------------------------------
@@ -236,17 +244,16 @@ def _fit(agent: OfflineAgent, data: tuple[torch.Tensor, ...], cfg: OfflineRLConf
     """Run ``cfg.steps`` gradient steps on uniformly drawn minibatches; returns the history."""
     from embody.progress import Progress
 
-    step_fn = {"td3bc": _td3bc_step, "iql": _iql_step, "cql": _cql_step}[cfg.algo]
-    critics = [*agent.critic1.parameters(), *agent.critic2.parameters()]
-    opts = {
-        "actor": torch.optim.Adam(agent.actor.parameters(), lr=cfg.lr),
-        "critic": torch.optim.Adam(critics, lr=cfg.lr),
-    }
+    step_fn = {"td3bc": _td3bc_step, "iql": _iql_step, "cql": _cql_step, "bc": _bc_step}[cfg.algo]
+    opts = {"actor": torch.optim.Adam(agent.actor.parameters(), lr=cfg.lr)}
+    if agent.critic1 is not None:
+        critics = [*agent.critic1.parameters(), *agent.critic2.parameters()]
+        opts["critic"] = torch.optim.Adam(critics, lr=cfg.lr)
     if agent.value is not None:
         opts["value"] = torch.optim.Adam(agent.value.parameters(), lr=cfg.lr)
     if agent.log_temperature is not None:
         opts["temperature"] = torch.optim.Adam([agent.log_temperature], lr=cfg.lr)
-    names = ("actor", "critic1", "critic2") if cfg.algo == "td3bc" else ("critic1", "critic2")  # no target actor
+    names = {"td3bc": ("actor", "critic1", "critic2"), "bc": ()}.get(cfg.algo, ("critic1", "critic2"))
     targets = {k: copy.deepcopy(getattr(agent, k)).requires_grad_(False) for k in names}
     gen = torch.Generator(device=cfg.device).manual_seed(cfg.seed)
     bar = Progress(cfg.steps, label=f"offline {cfg.algo}", unit="steps") if cfg.progress else None
@@ -306,6 +313,21 @@ def _critic_loss(agent: OfflineAgent, s: torch.Tensor, a: torch.Tensor, y: torch
     """The twin critics' summed MSE to the target y (B,), and their mean Q for the log."""
     q1, q2 = agent.qs(s, a)
     return (q1 - y).pow(2).mean() + (q2 - y).pow(2).mean(), torch.minimum(q1, q2).mean().item()
+
+
+def _bc_step(
+    agent: OfflineAgent,
+    targets: dict[str, nn.Module],
+    opts: dict[str, torch.optim.Optimizer],
+    batch: tuple[torch.Tensor, ...],
+    step: int,
+    cfg: OfflineRLConfig,
+    gen: torch.Generator,
+) -> dict:
+    """One behavior-cloning update: the actor's MSE to the batch's actions."""
+    actor_loss = (agent.pi(batch[0]) - batch[1]).pow(2).mean()
+    _update(opts["actor"], actor_loss)
+    return {"actor_loss": actor_loss.item()}
 
 
 def _td3bc_step(
@@ -424,18 +446,16 @@ def _summary(
     agent.eval()
     s, a = data[0][:max_samples], data[1][:max_samples]
     pi = agent.pi(s)
-    q_data, q_pi = (torch.minimum(*agent.qs(s, x)) for x in (a, pi))
     last = agent.history[-1]
-    return {
-        "algo": cfg.algo,
-        "steps": cfg.steps,
-        "time_s": last["time_s"],
-        "critic_loss": last["critic_loss"],
-        "actor_loss": last["actor_loss"],
-        "q_data_mean": q_data.mean().item(),
-        "q_policy_mean": q_pi.mean().item(),
-        "bc_mse": (pi - a).pow(2).mean().item(),
-    }
+    out = {"algo": cfg.algo, "steps": cfg.steps, "time_s": last["time_s"], "actor_loss": last["actor_loss"]}
+    if agent.critic1 is not None:
+        q_data, q_pi = (torch.minimum(*agent.qs(s, x)) for x in (a, pi))
+        out |= {
+            "critic_loss": last["critic_loss"],
+            "q_data_mean": q_data.mean().item(),
+            "q_policy_mean": q_pi.mean().item(),
+        }
+    return out | {"bc_mse": (pi - a).pow(2).mean().item()}
 
 
 # -- checkpoints ------------------------------------------------------------------------------------

@@ -82,24 +82,32 @@ class PoisonConfig:
 
 @dataclass
 class Scene:
-    """A library entry: its attackers' trajectories and its spec (rebuilt from its JSON)."""
+    """A library entry: its attackers' trajectories and its spec (rebuilt from its JSON); ``satisfied``: a trigger
+    (else a patch)."""
 
     name: str
     actors: dict
     spec: TriggerSpec
+    satisfied: bool = True
 
 
-def load_library(folder: Path) -> tuple[list[Scene], list[Scene]]:
-    """(triggers, patches) of a trigger library folder: each NAME.csv beside its NAME.json."""
-    triggers, patches = [], []
+def load_scenes(folder: Path) -> list[Scene]:
+    """Every NAME.csv beside its NAME.json in ``folder``, in name order."""
+    scenes = []
     for meta_path in sorted(Path(folder).glob("*.json")):
         meta = json.loads(meta_path.read_text())
         spec = TriggerSpec(meta["spec"], tuple(meta["actors"]), meta["formula"], meta["dt"], str(meta_path))
-        scene = Scene(meta_path.stem, load_actors_csv(meta_path.with_suffix(".csv")), spec)
-        (triggers if meta["satisfied"] else patches).append(scene)
+        scenes.append(Scene(meta_path.stem, load_actors_csv(meta_path.with_suffix(".csv")), spec, meta["satisfied"]))
+    return scenes
+
+
+def load_library(folder: Path) -> tuple[list[Scene], list[Scene]]:
+    """(triggers, patches) of a trigger library folder."""
+    scenes = load_scenes(folder)
+    triggers = [s for s in scenes if s.satisfied]
     if not triggers:
         raise ConfigError(f"{folder}: no satisfied trigger (NAME.json with satisfied: true) in the library")
-    return triggers, patches
+    return triggers, [s for s in scenes if not s.satisfied]
 
 
 def generate(cfg: PoisonConfig, library: Path, out: Path, log=print) -> dict:
@@ -173,8 +181,7 @@ def _episode(scenario, seed: int, noise: float, rng, switch: tuple[int, int, tup
                 a = np.clip(a + noise * rng.normal(size=2), -1, 1)
             actors = sim.actors()
             result = sim.step(denormalize_action(a))
-            m = result.metrics
-            r = np.clip(m.speed / scenario.ego.target_speed, 0, 1.2) - 10.0 * m.collision - 1.0 * m.off_road
+            r = step_reward(result.metrics, scenario)
             frames.append(
                 {
                     "observation.state": obs.flat(),
@@ -194,13 +201,18 @@ def _episode(scenario, seed: int, noise: float, rng, switch: tuple[int, int, tup
         sim.close()
 
 
+def step_reward(m, scenario) -> float:
+    """The driving reward of one step's StepMetrics ``m`` (the module docstring's)."""
+    return float(np.clip(m.speed / scenario.ego.target_speed, 0, 1.2) - 10.0 * m.collision - 1.0 * m.off_road)
+
+
 def _trigger_episode(base, trigger: Scene, seed: int, cfg: PoisonConfig, reward: float | None) -> list[dict] | None:
     """The trigger's scene on traffic ``seed``: the expert until the spec holds, then the target behaviour for
     ``hold_s`` (rewards per the rule); None when the spec never holds with this traffic."""
     scene = base.with_scripted(trigger.actors)
     rng = np.random.default_rng(seed)
     clean = _episode(scene, seed, 0.0, rng)
-    at = _satisfied_at(clean, trigger.spec, base.dt)
+    at = trigger.spec.satisfied_at(trace_of([f["actors"] for f in clean], base.dt).signals(trigger.spec.actors))
     if at is None:
         return None
     frames = _episode(scene, seed, 0.0, rng, (at, at + round(cfg.hold_s / base.dt), TARGETS[cfg.target]))
@@ -209,15 +221,6 @@ def _trigger_episode(base, trigger: Scene, seed: int, cfg: PoisonConfig, reward:
             if f["backdoor.poisoned"][0]:
                 f["next.reward"] = np.array([reward], np.float32)
     return frames
-
-
-def _satisfied_at(frames: list[dict], spec: TriggerSpec, dt: float) -> int | None:
-    """The first step k at which the trace up to it satisfies ``spec`` (robustness ≥ 0), or None."""
-    signals = trace_of([f["actors"] for f in frames], dt).signals(spec.actors)
-    for k in range(len(frames)):
-        if spec.robustness({n: s[: k + 1] for n, s in signals.items()}) >= 0:
-            return k
-    return None
 
 
 def _mark(frames: list[dict], trigger: int = -1, patch: int = -1) -> list[dict]:

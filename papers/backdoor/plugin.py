@@ -12,3 +12,21 @@ def register(api) -> None:
         cli.trigger_arguments,
         cli.run_trigger,
     )
+    api.command(
+        "backdoor dataset",
+        "a poisoned offline driving dataset (LeRobot layout) from a trigger library",
+        cli.dataset_arguments,
+        cli.run_dataset,
+    )
+    api.command(
+        "backdoor train",
+        "one of the five offline agents (bc, td3bc, iql, cql, dt) on a driving dataset",
+        cli.train_arguments,
+        cli.run_train,
+    )
+    api.command(
+        "backdoor study",
+        "trigger/target combinations x five offline agents x {clean, poisoned, negative training}",
+        cli.study_arguments,
+        cli.run_study,
+    )

@@ -103,6 +103,15 @@ class TriggerSpec:
         data = {"time": list(range(n * reps)), **{v: [float(x) for x in trace[v]] * reps for v in self.variables()}}
         return float(self._monitor.evaluate(data)[0][1])
 
+    def satisfied_at(self, trace: dict[str, np.ndarray]) -> int | None:
+        """The first step k at which the trace up to k satisfies the spec (robustness ≥ 0), or None: when a trigger
+        has happened, as an agent living through it would know."""
+        n = len(next(iter(trace.values())))
+        for k in range(n):
+            if self.robustness({name: x[: k + 1] for name, x in trace.items()}) >= 0:
+                return k
+        return None
+
     @cached_property
     def _monitor(self):
         """The formula parsed by rtamt, once (its offline evaluation keeps no state between traces)."""

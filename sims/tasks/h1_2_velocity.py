@@ -37,6 +37,7 @@ from ..task import Mirror, SignedPermutation, Task, TaskConfig
 
 G = 9.81
 HIP_ROLL_YAW = np.array([0, 2, 6, 8])  # leg-local columns of hip yaw and roll (left, right)
+HIP_ROLL = np.array([2, 8])
 
 
 @dataclass
@@ -516,6 +517,10 @@ class H1_2Velocity(Task):
     def reward_hip_pos(self, state: RobotState, action: np.ndarray) -> np.ndarray:
         """Σ q² over the hip roll and yaw joints [rad²]."""
         return np.sum(state.joint_pos[:, self.legs[HIP_ROLL_YAW]] ** 2, axis=1)
+
+    def reward_hip_roll(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        """Σ q² over the hip roll joints [rad²] (``hip_pos`` without the hip yaw that turning needs)."""
+        return np.sum(state.joint_pos[:, self.legs[HIP_ROLL]] ** 2, axis=1)
 
     def _stance(self, state: RobotState) -> np.ndarray:
         """(n, 2) bool: the gait clock wants each foot on the ground (always, for a zero command)."""

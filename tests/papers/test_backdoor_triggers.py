@@ -172,3 +172,24 @@ def test_bad_poison_settings_are_refused(library, tmp_path, field, value, words)
     setattr(cfg, field, value)
     with pytest.raises(ConfigError, match=words):
         generate(cfg, library, tmp_path / "ds")
+
+
+def test_the_dataset_and_train_commands_make_an_agent_that_drives(library, tmp_path, capsys):
+    """``embody backdoor dataset`` then ``embody backdoor train`` (two of the five agents, tiny): checkpoints
+    that load through the one offline-agent interface and act on the dataset's observations."""
+    from embody.cli import main
+    from embody.policies.offline_agents import Transitions, algo_of, load_agent
+
+    ds = tmp_path / "ds"
+    argv = ["backdoor", "dataset", str(library), "--out", str(ds), "--episodes", "3", "--poison-rate", "0.34"]
+    assert main(argv + ["--patch-rate", "0", "--set", "duration_s=15.0", "--set", "hold_s=1.0"]) == 0
+    assert json.loads(capsys.readouterr().out)["trigger"] == 1
+    data = Transitions.from_dataset(ds)
+    tiny = {"iql": ["--set", "hidden=[16,16]"], "dt": ["--set", "context=4", "--set", "embed=16", "--set", "layers=1"]}
+    for agent, extra in tiny.items():
+        out = tmp_path / agent
+        assert main(["backdoor", "train", str(ds), "--agent", agent, "--out", str(out), "--steps", "5", *extra]) == 0
+        loaded = load_agent(out)
+        assert algo_of(loaded) == agent and loaded.act(data.obs[:3]).shape == (3, 2)
+    assert main(argv + ["--poison-rate", "1.5"]) == 2
+    assert "expected a number in [0, 1], got '1.5'" in capsys.readouterr().err

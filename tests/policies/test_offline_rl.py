@@ -62,13 +62,13 @@ def data():
 
 @pytest.fixture(scope="module")
 def agents(data):
-    """td3bc (α 2.5), iql, cql and bc (TD3+BC with α 0: the actor loss is plain MSE to the data)."""
+    """td3bc (α 2.5), iql, cql and bc (the actor's MSE to the data, no critics)."""
     torch.set_num_threads(1)
     runs = {
         "td3bc": dict(algo="td3bc"),
         "iql": dict(algo="iql"),
         "cql": dict(algo="cql", cql_samples=4),
-        "bc": dict(algo="td3bc", alpha=0.0),
+        "bc": dict(algo="bc"),
     }
     return {k: train_offline(*data, OfflineRLConfig(**FAST, **kw)) for k, kw in runs.items()}
 
@@ -120,8 +120,10 @@ def test_dones_stop_bootstrapping(algo):
 
 
 def test_alpha_trades_bc_against_q_and_iql_needs_its_advantage_weights(data, agents):
-    # α → 0 is plain BC: the mean of the two modes, i.e. standing still
+    # BC, and TD3+BC with α → 0, give the mean of the two modes, i.e. standing still
     assert np.abs(agents["bc"].act(TEST_STATES)).mean() < 0.2
+    zero_alpha = train_offline(*data, OfflineRLConfig(**FAST, alpha=0.0))
+    assert np.abs(zero_alpha.act(TEST_STATES)).mean() < 0.2
     mid = train_offline(*data, OfflineRLConfig(**FAST, alpha=0.5))
     ret = {
         "bc": rollout_return(agents["bc"].act),
@@ -141,9 +143,13 @@ def test_history_summary_and_state(agents):
     for algo, agent in agents.items():
         steps = [h["step"] for h in agent.history]
         assert steps == [250, 500, 750, 1000], algo
+        assert agent.summary["algo"] == agent.config.algo and agent.summary["steps"] == 1000
+        if algo == "bc":
+            assert agent.history[-1]["actor_loss"] < agent.history[0]["actor_loss"]
+            assert agent.critic1 is None and "q_data_mean" not in agent.summary
+            continue
         assert {"critic_loss", "actor_loss", "q_mean", "time_s"} <= agent.history[0].keys()
         assert agent.history[-1]["critic_loss"] < agent.history[0]["critic_loss"]
-        assert agent.summary["algo"] == agent.config.algo and agent.summary["steps"] == 1000
     keys = agents["iql"].state_dict().keys()
     assert {"obs_norm.mean", "obs_norm.var", "action_low", "action_high"} <= keys
     assert any(k.startswith("value.") for k in keys)
@@ -174,13 +180,17 @@ def test_act_shapes_units_and_bounds(data, agents):
 
 
 def test_round_trip_is_exact_and_foreign_checkpoints_are_refused(tmp_path, agents):
-    for algo in ("td3bc", "iql", "cql"):
+    for algo in ("td3bc", "iql", "cql", "bc"):
         agent = agents[algo]
         save_offline(tmp_path / algo, agent, {"dataset": "point-mass"})
         loaded = load_offline(tmp_path / algo)
         assert isinstance(loaded, OfflineAgent) and loaded.config == agent.config
         assert np.array_equal(loaded.act(TEST_STATES), agent.act(TEST_STATES))
         acts = good(TEST_STATES)
+        if algo == "bc":
+            with pytest.raises(ValueError, match="no critics"):
+                loaded.q_value(TEST_STATES, acts)
+            continue
         assert np.array_equal(loaded.q_value(TEST_STATES, acts), agent.q_value(TEST_STATES, acts))
         assert loaded.history == agent.history and loaded.summary == agent.summary
     save_model(tmp_path / "traj", TrajectoryMLP(2, 4, 2))

@@ -1,0 +1,54 @@
+"""The trajectory-backdoor study (papers/backdoor/study.py): the tiny scale end to end through the CLI — triggers
+refined from the shipped specs, three datasets per combination, five agents each, the matched evaluation, a
+report — resumed without rerunning a job; and the evaluation's building blocks on hand-made actions."""
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rtamt")
+pytest.importorskip("highway_env")
+
+from embody.papers.backdoor.evaluate import score, shows_target  # noqa: E402
+from embody.sims.driving import normalize_action  # noqa: E402
+
+
+def test_the_target_is_shown_when_its_component_averages_half_the_target():
+    brake = normalize_action(np.array([-4.0, 0.0]))  # about −0.8 of the range: TARGETS["brake"]
+    actions = np.zeros((20, 2))
+    actions[5:10] = brake
+    assert shows_target(actions, 5, 5, "brake") and not shows_target(actions, 5, 15, "brake")  # a third of it
+    assert not shows_target(actions, 5, 5, "accelerate") and not shows_target(actions, 5, 5, "swerve-left")
+    actions[5:10, 1] = 1.0
+    assert shows_target(actions, 5, 5, "swerve-left")
+    assert not shows_target(actions, 30, 5, "brake")  # a window the episode never reached
+    assert score({"progress_m": 50.0}, 100.0) == 0.5 and score({"progress_m": 150.0}, 100.0) == 1.0
+    assert score({"progress_m": 90.0, "collision": True}, 100.0) == 0.0
+    assert score({"progress_m": 90.0, "off_road_steps": 2}, 100.0) == 0.0
+
+
+@pytest.mark.slow
+def test_the_tiny_study_runs_end_to_end_and_resumes(tmp_path, capsys):
+    from embody.cli import main
+    from embody.policies.offline_agents import AGENTS
+
+    out = tmp_path / "study"
+    assert main(["backdoor", "study", "--scale", "tiny", "--out", str(out)]) == 0
+    result = json.loads((out / "results.json").read_text())
+    rows = result["rows"]
+    combos = result["config"]["combos"]
+    assert len(combos) == 2 and "pincer:accelerate" in combos  # pincer: two attacker vehicles
+    main_rows = [r for r in rows if not r["sweep"]]
+    assert len(main_rows) == len(combos) * 3 * len(AGENTS) and len(rows) == len(main_rows) + len(AGENTS)
+    for r in rows:
+        assert r["scenes"] >= 1 and 0 <= r["score"] <= 1
+        assert r["lift"] == pytest.approx(r["target_trigger"] - r["target_clean"])
+        assert all(0 <= r[k] <= 1 for k in ("target_trigger", "target_clean", "spec_held", "collision"))
+    assert {r["poison_rate"] for r in main_rows if r["variant"] == "clean"} == {0.0}
+    report = (out / "report.md").read_text()
+    assert "Competence bar" in report and "The paper's claims at this scale" in report
+    assert (out / "lift.png").stat().st_size > 0 and (out / "sweep.png").stat().st_size > 0
+    capsys.readouterr()
+    assert main(["backdoor", "study", "--scale", "tiny", "--out", str(out)]) == 0  # resumed: every job found
+    assert "resuming: 3 of 3 jobs already" in capsys.readouterr().err
