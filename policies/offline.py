@@ -146,6 +146,12 @@ class OfflineAgent(SavedModel):
         return like_input(out.reshape(*o.shape[:-1], self.action_size), obs)
 
     @torch.no_grad()
+    def features(self, obs: Array) -> torch.Tensor:
+        """obs (B, O) → the actor's last hidden layer (B, H): the learned features backdoor defences inspect."""
+        o = as_tensor(obs, self.action_low.device).reshape(-1, self.obs_size)
+        return self.actor[:-1](self.obs_norm(o))
+
+    @torch.no_grad()
     def q_value(self, obs: Array, actions: Array) -> Array:
         """obs (B, O), actions (B, A) in data units → Q (B,), the smaller of the twin critics
         (IQL's Q estimate too: its V is regressed on the same minimum). BC has no critics: ValueError."""

@@ -13,6 +13,7 @@ from embody.files import write_atomic
 from embody.stats import bootstrap_ci
 
 METRICS = ("lift", "target_trigger", "target_clean", "spec_held", "score", "collision", "target_patch")
+DEFENCE = ("defence_detection_rate", "defence_false_positive_rate", "defence_auc")
 COMPETENCE = 0.8  # a clean agent's driving score against the expert's (which is 1 by construction, unless it crashes)
 CLAIMS = ("attack succeeds", "clean driving kept", "negative training lowers false triggers")
 
@@ -25,8 +26,8 @@ def summarize(rows: list[dict], keys: tuple[str, ...]) -> list[dict]:
     out = []
     for key, members in groups.items():
         entry = dict(zip(keys, key)) | {"n": len(members)}
-        for m in METRICS:
-            values = [r[m] for r in members if m in r]
+        for m in METRICS + DEFENCE:
+            values = [r[m] for r in members if m in r and np.isfinite(r[m])]
             if values:
                 entry[m] = float(np.mean(values))
                 entry[f"{m}_ci"] = bootstrap_ci(values)
@@ -112,6 +113,17 @@ def markdown(r: dict) -> str:
         lines.append(
             f"| {e['combo']} | {e['agent']} | {e['poison_rate']:g} | {_ci(e, 'lift')} | {_ci(e, 'target_patch')} |"
         )
+    lines += [
+        "",
+        "Defence (beyond the paper): spectral signatures on each MLP agent's features, transitions grouped by action;"
+        f" the defender flags the top 1.5 × {cfg['defence_rate']:g} of the transitions.",
+        "",
+        "| variant | agent | detection rate | false-positive rate | ROC AUC |",
+        "|---|---|---|---|---|",
+    ]
+    for e in sorted(r["table"], key=lambda e: (e["variant"], e["agent"])):
+        if DEFENCE[0] in e:
+            lines.append(f"| {e['variant']} | {e['agent']} | " + " | ".join(_ci(e, m) for m in DEFENCE) + " |")
     lines += ["", "The paper's claims at this scale:"]
     lines += [f"- {k}: {v}" for k, v in r["claims"].items()]
     return "\n".join(lines) + "\n"

@@ -51,6 +51,7 @@ class StudyConfig:
     patches: int = 4  # near-misses per trigger: the first half trains, the second is held out
     population: int = 12  # trigger refinement
     iterations: int = 8
+    defence_rate: float = 0.05  # the defender's bound on the poisoned share of transitions (spectral signatures)
 
 
 def for_scale(scale: str) -> StudyConfig:
@@ -137,10 +138,12 @@ def run_combo(cfg: StudyConfig, out: Path, params: dict) -> list[dict]:
     variant."""
     import torch
 
+    from embody.datasets.format import load
     from embody.policies.offline_agents import Transitions, train_agent
     from embody.sims.driving import fast_settings, get_scenario
 
     from .dataset import load_library, load_scenes
+    from .defence import spectral_defence
     from .evaluate import eval_scenes, evaluate_agent
 
     torch.set_num_threads(1)
@@ -160,10 +163,14 @@ def run_combo(cfg: StudyConfig, out: Path, params: dict) -> list[dict]:
     rows = []
     for variant, (poison, patch) in variants.items():
         name = "clean" if variant == "clean" else f"{trigger}-{target}-p{poison:g}-n{patch:g}"
-        data = Transitions.from_dataset(dataset(cfg, train_lib, root / "datasets" / name, seed, target, poison, patch))
+        ds = load(dataset(cfg, train_lib, root / "datasets" / name, seed, target, poison, patch))
+        data, poisoned = Transitions.from_dataset(ds), ds.column("backdoor.poisoned").reshape(-1)
         for algo in cfg.agents:
             agent = train_agent(algo, data, agent_overrides(cfg, algo, seed))
             metrics = evaluate_agent(agent, base, triggers[0], held, scenes, target, cfg.hold_s)
+            if algo != "dt" and poisoned.any():  # the defence reads an MLP actor's features
+                defence = spectral_defence(agent, data.obs, data.actions, poisoned, cfg.defence_rate, seed=seed)
+                metrics |= {f"defence_{k}": v for k, v in defence.items()}
             key = {"seed": seed, "combo": params["combo"], "variant": variant, "poison_rate": poison, "agent": algo}
             rows.append(key | {"sweep": "sweep" in params} | metrics)
     return rows

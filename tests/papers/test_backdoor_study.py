@@ -52,3 +52,30 @@ def test_the_tiny_study_runs_end_to_end_and_resumes(tmp_path, capsys):
     capsys.readouterr()
     assert main(["backdoor", "study", "--scale", "tiny", "--out", str(out)]) == 0  # resumed: every job found
     assert "resuming: 3 of 3 jobs already" in capsys.readouterr().err
+
+
+def test_spectral_signatures_find_transitions_poisoned_with_one_action():
+    """Point-mass transitions, 4 % of them relabelled with one target action wherever a 'trigger' feature is on:
+    a BC agent trained on them carries the trigger in its features, and the defence flags most poisoned
+    transitions and few clean ones."""
+    import torch
+
+    from embody.papers.backdoor.defence import roc_auc, spectral_defence
+    from embody.policies.offline_agents import Transitions, train_agent
+
+    torch.set_num_threads(1)
+    rng = np.random.default_rng(0)
+    n = 3000
+    obs = np.concatenate([rng.uniform(-1, 1, (n, 2)), np.zeros((n, 1))], axis=1).astype(np.float32)
+    actions = np.clip(-2 * obs[:, :2] + rng.normal(0, 0.1, (n, 2)), -2, 2).astype(np.float32)
+    poisoned = rng.random(n) < 0.04
+    obs[poisoned, 2] = 1.0  # the trigger
+    actions[poisoned] = [2.0, -2.0]  # the target behaviour
+    data = Transitions(obs, actions, np.zeros(n, np.float32), obs, np.zeros(n, bool))
+    agent = train_agent("bc", data, {"hidden": [32, 32], "steps": 800, "progress": False})
+    out = spectral_defence(agent, obs, actions, poisoned, expected_rate=0.05)
+    assert out["poisoned"] == poisoned.sum() and out["auc"] > 0.9, (
+        out
+    )  # observed: AUC 1.0, detection 1.0, FPR 0.03-0.04
+    assert out["detection_rate"] > 0.8 and out["false_positive_rate"] < 0.1, out
+    assert roc_auc(np.array([1.0, 1.0, 0.0]), np.array([True, False, False])) == 0.75  # a tie counts half
