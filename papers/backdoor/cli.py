@@ -138,3 +138,23 @@ def run_study(args) -> int:
         cfg.seeds = args.seed
     study(cfg, Path(args.out), "embody " + " ".join(sys.argv[1:]), log=lambda m: print(m, file=sys.stderr))
     return exits.OK
+
+
+def demo_arguments(p: argparse.ArgumentParser) -> None:
+    from .dataset import TARGETS
+
+    p.add_argument("--agent", required=True, metavar="RUN", help="an agent (embody backdoor train --out)")
+    p.add_argument("--trigger", required=True, metavar="FILE", help="a trigger CSV with its JSON beside it")
+    p.add_argument("--out", required=True, metavar="DIR", help="demo.mp4, robustness.png, demo.json")
+    p.add_argument("--scenario", default="cut-in")
+    p.add_argument("--seed", type=any_int, default=100_000, help="the traffic seed (default 100000)")
+    p.add_argument("--target", choices=sorted(TARGETS), help="default: the agent's dataset's")
+
+
+def run_demo(args) -> int:
+    """Write the side-by-side video and the robustness plot; prints demo.json."""
+    from .demo import run_demo as demo
+
+    result = demo(Path(args.agent), Path(args.trigger), Path(args.out), args.scenario, args.seed, args.target)
+    print(json.dumps(result, indent=2, default=float))
+    return exits.OK

@@ -14,7 +14,7 @@ seed, capped at 1.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -27,22 +27,25 @@ from .traces import Trace, trace_of
 
 @dataclass
 class Drive:
-    """One played episode: the ego's actions (T, 2) in normalized units, the scene's trace, summarize()'s dict."""
+    """One played episode: the ego's actions (T, 2) in normalized units, the scene's trace, summarize()'s dict and,
+    when asked for, the rendered frames (T + 1 RGB images)."""
 
     actions: np.ndarray
     trace: Trace
     summary: dict
+    frames: list = field(default_factory=list)
 
 
-def drive(agent, scenario: Scenario, seed: int) -> Drive:
+def drive(agent, scenario: Scenario, seed: int, render: bool = False) -> Drive:
     """Play ``scenario`` on traffic ``seed`` with ``agent`` (an offline agent: act / reward / reset, rewards fed
-    back as the dataset defines them) or the IDM/MOBIL expert when ``agent`` is None."""
+    back as the dataset defines them) or the IDM/MOBIL expert when ``agent`` is None; ``render``: keep frames."""
     sim = make_driving_sim("highway", scenario)
     try:
         obs = sim.reset(seed)
         if agent is not None:
             agent.reset()
         frames, actions, steps, reason = [sim.actors()], [], [], "max_steps"
+        images = [sim.render()] if render else []
         while True:
             if agent is None:
                 a = normalize_action(sim.expert_action())
@@ -53,6 +56,8 @@ def drive(agent, scenario: Scenario, seed: int) -> Drive:
                 agent.reward(np.array([step_reward(result.metrics, scenario)]))
             obs = result.obs
             frames.append(sim.actors())
+            if render:
+                images.append(sim.render())
             actions.append(a)
             steps.append(result.metrics)
             if result.done:
@@ -60,7 +65,7 @@ def drive(agent, scenario: Scenario, seed: int) -> Drive:
                 break
     finally:
         sim.close()
-    return Drive(np.array(actions), trace_of(frames, scenario.dt, reason), summarize(steps, reason))
+    return Drive(np.array(actions), trace_of(frames, scenario.dt, reason), summarize(steps, reason), images)
 
 
 def shows_target(actions: np.ndarray, start: int, steps: int, target: str) -> bool:

@@ -30,3 +30,9 @@ def register(api) -> None:
         cli.study_arguments,
         cli.run_study,
     )
+    api.command(
+        "backdoor demo",
+        "one seed played with and without a trigger: side-by-side video and robustness plot",
+        cli.demo_arguments,
+        cli.run_demo,
+    )

@@ -46,6 +46,10 @@ INPUT_PATHS = {
         ["backdoor", "dataset", "{tmp}", "--config", MISSING, "--out", "{tmp}/ds"],
     ],
     "backdoor train": [["backdoor", "train", MISSING, "--agent", "bc", "--out", "{tmp}/a"]],
+    "backdoor demo": [
+        ["backdoor", "demo", "--agent", MISSING, "--trigger", "{tmp}/t.csv", "--out", "{tmp}/d"],
+        ["backdoor", "demo", "--agent", "{tmp}", "--trigger", MISSING, "--out", "{tmp}/d"],
+    ],
     "almi compose": [["almi", "compose", "--lower", MISSING, "--upper", MISSING, "--out", "{tmp}/whole"]],
     "mpa eval": [["mpa", "eval", "--models", MISSING, "--out", "{tmp}/mpa"]],
     "mpa diagnose": [["mpa", "diagnose", "--models", MISSING, "--out", "{tmp}/mpa"]],

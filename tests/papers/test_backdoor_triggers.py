@@ -176,7 +176,8 @@ def test_bad_poison_settings_are_refused(library, tmp_path, field, value, words)
 
 def test_the_dataset_and_train_commands_make_an_agent_that_drives(library, tmp_path, capsys):
     """``embody backdoor dataset`` then ``embody backdoor train`` (two of the five agents, tiny): checkpoints
-    that load through the one offline-agent interface and act on the dataset's observations."""
+    that load through the one offline-agent interface and act on the dataset's observations; ``embody backdoor
+    demo`` plays one of them with and without the trigger (video, robustness plot, JSON)."""
     from embody.cli import main
     from embody.policies.offline_agents import Transitions, algo_of, load_agent
 
@@ -191,5 +192,11 @@ def test_the_dataset_and_train_commands_make_an_agent_that_drives(library, tmp_p
         assert main(["backdoor", "train", str(ds), "--agent", agent, "--out", str(out), "--steps", "5", *extra]) == 0
         loaded = load_agent(out)
         assert algo_of(loaded) == agent and loaded.act(data.obs[:3]).shape == (3, 2)
+    demo = ["backdoor", "demo", "--agent", str(tmp_path / "iql"), "--trigger", str(library / "close-cut-in.csv")]
+    capsys.readouterr()
+    assert main(demo + ["--out", str(tmp_path / "demo")]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["target"] == "brake" and set(shown["target_shown"]) == {"clean", "trigger"}  # read from the dataset
+    assert all((tmp_path / "demo" / f).stat().st_size > 0 for f in ("demo.mp4", "robustness.png", "demo.json"))
     assert main(argv + ["--poison-rate", "1.5"]) == 2
     assert "expected a number in [0, 1], got '1.5'" in capsys.readouterr().err
