@@ -1,7 +1,7 @@
 """Speed and quality benchmarks against peers, run with ``embody bench [NAME]``.
 
 Each benchmark is a module here with ``main(argv) -> int`` that measures embody and its peer
-in the same run and prints their ratio.
+in the same run and prints their ratio; plugins add theirs (``PluginAPI.benchmark``).
 """
 
 from __future__ import annotations
@@ -47,6 +47,9 @@ def save_results(out: str | None, result) -> None:
 def run_benchmark(name: str | None, argv: list[str]) -> int:
     """Run benchmark ``name``'s ``main(argv)`` and return its exit code; None lists the benchmarks.
     Raises ``UnknownName`` for a name not in ``BENCHMARKS``."""
+    from embody import plugins
+
+    plugins.load()  # plugins add benchmarks too (PluginAPI.benchmark)
     if name is None:
         print("benchmarks:", ", ".join(sorted(BENCHMARKS)), "(run: embody bench NAME [--help])")
         return 0

@@ -62,6 +62,16 @@ class PluginAPI:
         policies = _registry("embody.policies.classes", "POLICY_CLASSES")
         self._pending.append((lambda: policies.check_free(name), lambda: policies.register(name, entry_point)))
 
+    def benchmark(self, name: str, module: str) -> None:
+        """A benchmark run by ``embody bench NAME``: ``module`` (dotted) has ``main(argv) -> int``."""
+        benchmarks = _registry("embody.benchmarks", "BENCHMARKS")
+
+        def check() -> None:
+            if name in benchmarks:
+                raise ValueError(f"benchmark {name!r} is already registered")
+
+        self._pending.append((check, lambda: benchmarks.__setitem__(name, module)))
+
     def study(self, name: str, entry_point: str, command: str) -> None:
         """A study: ``entry_point`` names its config dataclass (``"module:Config"``); ``command`` is
         the command line that runs it (``embody list`` shows both)."""

@@ -6,8 +6,9 @@ It runs in its own virtual environment (d3rlpy pins gymnasium 1.0.0), which the 
     python3 -m venv /tmp/d3 && /tmp/d3/bin/pip install 'd3rlpy==2.8.1' torch
     /tmp/d3/bin/python benchmarks/peers/d3rlpy_offline.py DATA.npz SETTINGS.json OUT.json
 
-DATA.npz holds the arrays of ``pointmass.dataset``; SETTINGS.json the bench's ``settings`` (algos, seeds,
-steps, networks, learning rates); OUT.json receives, per algo, the returns and training steps/s of each seed.
+DATA.npz holds the arrays of ``pointmass.dataset`` (or any dataset's in that layout); SETTINGS.json the bench's
+``settings`` (algos, seeds, steps, networks, learning rates; ``evaluate``: false times training only, for data of
+another task); OUT.json receives, per algo, each seed's training steps/s and point-mass return.
 """
 
 import json
@@ -70,7 +71,7 @@ def make(algo: str, s: dict):
     )
     return d3rlpy.algos.DecisionTransformerConfig(
         context_size=dt["context"],
-        max_timestep=pointmass.STEPS + 2,
+        max_timestep=s["max_timestep"],
         batch_size=dt["batch_size"],
         learning_rate=dt["lr"],
         encoder_factory=d3rlpy.models.VectorEncoderFactory(hidden_units=[dt["embed"]]),
@@ -110,7 +111,8 @@ def main() -> None:
         timeouts=data["timeouts"],
         action_space=d3rlpy.ActionSpace.CONTINUOUS,
     )
-    best = float(data["rewards"].reshape(-1, pointmass.STEPS).sum(1).max())
+    ends = np.flatnonzero(data["terminals"] | data["timeouts"]) + 1
+    best = float(max(r.sum() for r in np.split(data["rewards"], ends) if len(r)))  # the DT's target return
     out = {"d3rlpy": d3rlpy.__version__, "algos": {}}
     for algo in s["algos"]:
         rows = []
@@ -127,9 +129,9 @@ def main() -> None:
                 logger_adapter=d3rlpy.logging.NoopAdapterFactory(),
             )
             elapsed = time.perf_counter() - start
-            rows.append(
-                {"seed": seed, "return": float(evaluate(algo, model, best).mean()), "steps_per_s": steps / elapsed}
-            )
+            rows.append({"seed": seed, "steps_per_s": steps / elapsed})
+            if s.get("evaluate", True):
+                rows[-1]["return"] = float(evaluate(algo, model, best).mean())
             print(algo, rows[-1], flush=True)
         out["algos"][algo] = rows
     Path(sys.argv[3]).write_text(json.dumps(out, indent=2))

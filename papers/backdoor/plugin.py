@@ -2,9 +2,10 @@
 
 
 def register(api) -> None:
-    """Add the ``embody backdoor`` commands."""
+    """Add the ``embody backdoor`` commands and ``embody bench backdoor``."""
     from . import cli
 
+    api.benchmark("backdoor", "embody.papers.backdoor.bench")
     api.command("backdoor", "trajectory backdoors on offline-RL driving agents (papers/backdoor)")
     api.command(
         "backdoor trigger",

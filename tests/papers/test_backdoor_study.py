@@ -79,3 +79,15 @@ def test_spectral_signatures_find_transitions_poisoned_with_one_action():
     )  # observed: AUC 1.0, detection 1.0, FPR 0.03-0.04
     assert out["detection_rate"] > 0.8 and out["false_positive_rate"] < 0.1, out
     assert roc_auc(np.array([1.0, 1.0, 0.0]), np.array([True, False, False])) == 0.75  # a tie counts half
+
+
+@pytest.mark.slow
+def test_the_backdoor_benchmark_is_registered_and_runs(capsys):
+    """``embody bench backdoor`` comes from the plugin; a smoke run of embody's side (the d3rlpy side needs its
+    own virtual environment: the benchmark run, not CI)."""
+    from embody.benchmarks import BENCHMARKS, run_benchmark
+
+    assert run_benchmark("backdoor", ["--no-peer", "--episodes", "3", "--steps", "4"]) == 0
+    assert BENCHMARKS["backdoor"] == "embody.papers.backdoor.bench"
+    out = capsys.readouterr().out
+    assert "| pincer |" in out and "frames/s" in out and "| dt |" in out
