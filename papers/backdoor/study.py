@@ -47,7 +47,7 @@ class StudyConfig:
     agent_steps: int = 5000  # gradient steps of BC, TD3+BC, IQL, CQL
     dt_steps: int = 3000
     hidden: list[int] = field(default_factory=lambda: [128, 128])
-    eval_seeds: int = 30  # traffic seeds tried; those where the trigger happens are kept
+    eval_seeds: int = 80  # traffic seeds tried; those where the trigger happens (about a quarter) are kept
     patches: int = 4  # near-misses per trigger: the first half trains, the second is held out
     population: int = 12  # trigger refinement
     iterations: int = 8
@@ -155,6 +155,8 @@ def run_combo(cfg: StudyConfig, out: Path, params: dict) -> list[dict]:
     base = fast_settings(get_scenario(cfg.scenario))
     base.actors, base.settings.duration_s = [], cfg.duration_s
     scenes = eval_scenes(base, triggers[0], [100_000 * (seed + 1) + i for i in range(cfg.eval_seeds)])
+    if not scenes:
+        raise RuntimeError(f"{trigger}: the trigger never happened in {cfg.eval_seeds} evaluation seeds (eval_seeds)")
     variants = (
         {"poisoned": (params["poison_rate"], 0.0)}
         if "sweep" in params

@@ -200,3 +200,33 @@ def test_the_dataset_and_train_commands_make_an_agent_that_drives(library, tmp_p
     assert all((tmp_path / "demo" / f).stat().st_size > 0 for f in ("demo.mp4", "robustness.png", "demo.json"))
     assert main(argv + ["--poison-rate", "1.5"]) == 2
     assert "expected a number in [0, 1], got '1.5'" in capsys.readouterr().err
+
+
+def test_an_interrupted_generation_keeps_every_finished_episode_and_a_bad_csv_is_named(library, tmp_path, monkeypatch):
+    from embody.datasets.format import load, validate
+    from embody.papers.backdoor import dataset as poison
+    from embody.papers.backdoor.dataset import PoisonConfig, generate, load_library
+    from embody.sims.driving.actors import ActorsFileError
+
+    real, calls = poison._episode, []
+
+    def interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # a person pressing Ctrl-C during the third episode
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(poison, "_episode", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        generate(
+            PoisonConfig(episodes=4, poison_rate=0.0, patch_rate=0.0), library, tmp_path / "ds", log=lambda m: None
+        )
+    ds = load(tmp_path / "ds")
+    assert ds.num_episodes == 2 and not validate(tmp_path / "ds")  # both finished episodes, intact
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for f in library.glob("close-cut-in.*"):
+        (bad / f.name).write_text(f.read_text())
+    (bad / "close-cut-in.csv").write_text("actor,t,x\ncutter,0,1\n")
+    with pytest.raises(ActorsFileError, match="close-cut-in.csv row 1: missing column"):
+        load_library(bad)
