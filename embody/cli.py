@@ -65,6 +65,7 @@ def _list(args) -> int:
 def _train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("task", nargs="?", help="task name (see `embody list`)")
     p.add_argument("--sim", help="simulator (default: mujoco)")
+    p.add_argument("--algo", choices=["ppo", "sac"], help="the learner (default: ppo)")
     p.add_argument("--envs", type=positive_int, help="number of parallel envs")
     p.add_argument("--steps", type=positive_int, help="total env steps")
     p.add_argument("--seed", type=any_int)
@@ -75,7 +76,7 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
     add_set(p, "the TrainConfig", "ppo.lr=3e-4")
 
 
-@command("train", "train a policy with PPO into a run directory", _train_arguments)
+@command("train", "train a policy with PPO or SAC into a run directory", _train_arguments)
 def _train(args) -> int:
     from embody.config import apply_overrides
     from embody.train import load_run, resolve_config, train
@@ -95,6 +96,7 @@ def _train(args) -> int:
             args.config,
             args.set,
             sim=args.sim,
+            algo=args.algo,
             n_envs=args.envs,
             steps=args.steps,
             seed=args.seed,

@@ -1,4 +1,4 @@
-"""``embody train``: PPO on a registered task, writing a run directory (see embody.runs)."""
+"""``embody train``: PPO (or SAC, ``algo: sac``) on a registered task, writing a run directory (see embody.runs)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import torch
 from embody.config import ConfigError, apply_override, apply_overrides, from_dict, load_yaml, to_dict
 from embody.policies.actor_critic import ActorCritic, ActorCriticConfig
 from embody.policies.ppo import PPO, PPOConfig
+from embody.policies.sac import SACConfig
 from embody.progress import Progress
 from embody.runs import (  # noqa: F401  (build_env .. record_video: re-exported, their home was here)
     CHECKPOINT,
@@ -30,12 +31,16 @@ from embody.runs import (  # noqa: F401  (build_env .. record_video: re-exported
 )
 from embody.sims.tasks import TASKS
 
+ALGOS = ("ppo", "sac")
+
 
 @dataclass
 class TrainConfig:
-    """A training run's config, saved as the run's ``config.yaml``: task and simulator, scale, budget, network, PPO."""
+    """A training run's config, saved as the run's ``config.yaml``: task and simulator, scale, budget, network,
+    the algorithm and its settings (``ppo`` with ``policy``, or ``sac``)."""
 
     task: str = "cartpole-swingup"
+    algo: str = "ppo"  # ppo | sac
     sim: str = "mujoco"
     n_envs: int = 256
     steps: int = 2_000_000
@@ -53,6 +58,7 @@ class TrainConfig:
     env: dict[str, Any] = field(default_factory=dict)  # the task's config (TaskConfig subclass)
     policy: ActorCriticConfig = field(default_factory=ActorCriticConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
+    sac: SACConfig = field(default_factory=SACConfig)
 
 
 def resolve_config(task: str, file: str | None = None, overrides: list[str] = (), **flags) -> TrainConfig:
@@ -80,6 +86,12 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False) -> dict:
     torch.manual_seed(cfg.seed)
     np.random.seed(cfg.seed)
     torch.set_num_threads(cfg.torch_threads)
+    if cfg.algo not in ALGOS:
+        raise ConfigError(f"unknown algo {cfg.algo!r}; valid: {', '.join(ALGOS)}")
+    if cfg.algo == "sac":
+        from embody.train_sac import train_sac
+
+        return train_sac(cfg, out, resume)
     env = build_env(cfg)  # first: a bad config (or init_from) leaves no run directory behind
     init = load_run_checkpoint(cfg.init_from, expect=env, device=cfg.device) if cfg.init_from and not resume else None
     start_run(out, cfg)

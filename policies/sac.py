@@ -1,0 +1,293 @@
+"""Soft Actor-Critic (Haarnoja et al. 2018, with the learned temperature of the second paper), batched over envs.
+
+Every vector step adds ``n_envs`` transitions to a replay buffer; once ``learning_starts`` env steps are in
+(taken with uniform random actions), each vector step is followed by ``utd · n_envs`` gradient steps (``utd``:
+the update-to-data ratio, gradient steps per env step, fractions carried over). A gradient step updates the twin
+critics on ``r + γ (1 − terminal) (min Q'(s', a') − α log π(a'|s'))``, then the tanh-Gaussian actor on
+``α log π − min Q``, then ``log α`` towards the target entropy (−action size by default), then the target
+critics by Polyak averaging. Truncated episodes bootstrap from their final observation; terminated ones do not.
+
+One Adam holds three parameter groups (actor, critics, temperature): each loss's gradient is applied to its own
+group only, and the one optimizer state saves with the policy in the run's checkpoint. The replay buffer saves
+beside it as safetensors with a JSON header (``ReplayBuffer.save``/``load``), never pickle, so a run resumes
+exactly where it stopped.
+
+Shapes: ``n`` envs, ``B`` batch, ``o`` observation size, ``a`` action size, ``C`` buffer capacity.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from embody import exits
+
+from .networks import mlp
+
+LOG_STD = (-5.0, 2.0)
+LOSSES = ("critic_loss", "actor_loss", "alpha", "q_mean")  # every metrics row has them (nan before learning)
+
+
+@dataclass
+class SACConfig:
+    """SAC's settings (see the module docstring); ``hidden`` is also the policy's saved layout."""
+
+    hidden: list[int] = field(default_factory=lambda: [256, 256])
+    activation: str = "relu"
+    lr: float = 3e-4  # actor and critics
+    alpha_lr: float = 3e-4
+    gamma: float = 0.99
+    tau: float = 0.005
+    batch_size: int = 256
+    buffer_size: int = 1_000_000  # transitions
+    learning_starts: int = 5_000  # env steps of uniform random actions first
+    utd: float = 0.25  # gradient steps per env step
+    init_alpha: float = 1.0
+    target_entropy: float | None = None  # None: −action size
+    log_every: int = 5_000  # env steps between metrics rows (and checkpoints)
+
+
+class SACPolicy(nn.Module):
+    """The tanh-Gaussian actor, twin critics, their targets and log α.
+
+    Actor: obs (n, o) → mean and log std (n, a) each; actions tanh(u) in [-1, 1]. Critics: (obs, action) → (n,).
+    """
+
+    def __init__(self, obs_size: int, action_size: int, hidden: list[int] | None = None, activation: str = "relu"):
+        super().__init__()
+        self.obs_size, self.action_size = obs_size, action_size
+        self.hidden, self.activation = list(hidden or [256, 256]), activation
+        self.actor = mlp([obs_size, *self.hidden, 2 * action_size], activation)
+        self.critic1 = mlp([obs_size + action_size, *self.hidden, 1], activation)
+        self.critic2 = mlp([obs_size + action_size, *self.hidden, 1], activation)
+        self.target1, self.target2 = copy.deepcopy(self.critic1), copy.deepcopy(self.critic2)
+        for p in [*self.target1.parameters(), *self.target2.parameters()]:
+            p.requires_grad_(False)
+        self.log_alpha = nn.Parameter(torch.zeros(()))
+
+    def init_kwargs(self) -> dict:
+        return {
+            "obs_size": self.obs_size,
+            "action_size": self.action_size,
+            "hidden": self.hidden,
+            "activation": self.activation,
+        }
+
+    @classmethod
+    def from_kwargs(cls, kwargs: dict) -> SACPolicy:
+        return cls(**kwargs)
+
+    def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """A reparameterized action (n, a) and its log density (n,) (tanh-corrected)."""
+        mean, log_std = self.actor(obs).chunk(2, -1)
+        std = log_std.clamp(*LOG_STD).exp()
+        u = mean + std * torch.randn_like(mean)
+        logp = (-0.5 * ((u - mean) / std).pow(2) - std.log() - 0.5 * math.log(2 * math.pi)).sum(-1)
+        return torch.tanh(u), logp - (2 * (math.log(2) - u - nn.functional.softplus(-2 * u))).sum(-1)
+
+    def q(self, obs: torch.Tensor, action: torch.Tensor, target: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """Both critics' (or target critics') Q (n,) each."""
+        x = torch.cat([obs, action], -1)
+        c1, c2 = (self.target1, self.target2) if target else (self.critic1, self.critic2)
+        return c1(x).squeeze(-1), c2(x).squeeze(-1)
+
+    @torch.no_grad()
+    def act(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
+        """obs (n, o) → action (n, a) in [-1, 1]: tanh of the mean, or a sample."""
+        if deterministic:
+            return torch.tanh(self.actor(obs).chunk(2, -1)[0])
+        return self.sample(obs)[0]
+
+    def reset(self, env_ids: torch.Tensor | None = None) -> None:
+        pass
+
+    def param_groups(self) -> dict[str, list[nn.Parameter]]:
+        """The parameters each loss trains: actor, critics, alpha."""
+        return {
+            "actor": list(self.actor.parameters()),
+            "critic": [*self.critic1.parameters(), *self.critic2.parameters()],
+            "alpha": [self.log_alpha],
+        }
+
+
+class ReplayBufferError(ValueError):
+    """A replay-buffer file that is missing, damaged or of another shape."""
+
+    exit_code = exits.INPUT
+
+
+class ReplayBuffer:
+    """A ring of transitions in numpy: obs (C, o), actions (C, a), rewards (C,), next_obs (C, o), terminal (C,)."""
+
+    KEYS = ("obs", "actions", "rewards", "next_obs", "terminal")
+
+    def __init__(self, capacity: int, obs_size: int, action_size: int):
+        self.capacity, self.size, self.ptr = capacity, 0, 0
+        self.data = {
+            "obs": np.zeros((capacity, obs_size), np.float32),
+            "actions": np.zeros((capacity, action_size), np.float32),
+            "rewards": np.zeros(capacity, np.float32),
+            "next_obs": np.zeros((capacity, obs_size), np.float32),
+            "terminal": np.zeros(capacity, np.float32),
+        }
+
+    def add(self, **rows: np.ndarray) -> None:
+        """Append k rows of every key (overwriting the oldest once full)."""
+        k = len(rows["obs"])
+        idx = (self.ptr + np.arange(k)) % self.capacity
+        for key in self.KEYS:
+            self.data[key][idx] = rows[key]
+        self.ptr, self.size = int((self.ptr + k) % self.capacity), min(self.size + k, self.capacity)
+
+    def sample(self, batch: int, rng: np.random.Generator, device) -> dict[str, torch.Tensor]:
+        idx = rng.integers(0, self.size, batch)
+        return {k: torch.as_tensor(v[idx], device=device) for k, v in self.data.items()}
+
+    def save(self, path: Path) -> None:
+        """The filled rows (in ring order) as safetensors with a JSON header, written atomically."""
+        from safetensors.numpy import save_file
+
+        tensors = {k: np.ascontiguousarray(v[: self.size]) for k, v in self.data.items()}
+        meta = {"format": "embody.replay", "version": "1", "capacity": str(self.capacity), "ptr": str(self.ptr)}
+        tmp = path.with_name(f".{path.name}.partial")
+        save_file(tensors, str(tmp), metadata=meta)
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: Path, obs_size: int, action_size: int) -> ReplayBuffer:
+        """Read a buffer written by ``save``; anything else raises ``ReplayBufferError`` naming the file."""
+        from safetensors import safe_open
+
+        try:
+            with safe_open(str(path), "np") as f:
+                meta, arrays = f.metadata() or {}, {k: f.get_tensor(k) for k in f.keys()}
+        except FileNotFoundError:
+            raise ReplayBufferError(f"{path}: replay buffer file is missing") from None
+        except Exception as e:  # noqa: BLE001 - safetensors raises several types for damaged files
+            raise ReplayBufferError(f"{path}: not a readable replay buffer ({e})") from None
+        if meta.get("format") != "embody.replay" or set(arrays) != set(cls.KEYS):
+            raise ReplayBufferError(f"{path}: not an embody replay buffer (keys {sorted(arrays)})")
+        buf = cls(int(meta["capacity"]), obs_size, action_size)
+        n = len(arrays["obs"])
+        for k in cls.KEYS:
+            if arrays[k].shape[1:] != buf.data[k].shape[1:] or len(arrays[k]) != n or n > buf.capacity:
+                raise ReplayBufferError(
+                    f"{path}: {k} has shape {arrays[k].shape}, expected (≤{buf.capacity}, "
+                    f"{', '.join(map(str, buf.data[k].shape[1:]))})"
+                )
+            buf.data[k][:n] = arrays[k]
+        buf.size, buf.ptr = n, int(meta["ptr"])
+        return buf
+
+
+class SAC:
+    """Trains a ``SACPolicy`` on a batched env (embody's ``VecEnv``): ``learn`` alternates vector steps and
+    gradient steps; ``env_steps`` and ``updates`` count across calls."""
+
+    def __init__(self, env, policy: SACPolicy, config: SACConfig, device: str = "cpu", seed: int = 0):
+        self.env, self.policy, self.config = env, policy.to(device), config
+        self.device = torch.device(device)
+        groups = policy.param_groups()
+        self.optimizer = torch.optim.Adam(
+            [
+                {"params": groups["actor"], "lr": config.lr},
+                {"params": groups["critic"], "lr": config.lr},
+                {"params": groups["alpha"], "lr": config.alpha_lr},
+            ]
+        )
+        if policy.log_alpha.item() == 0.0:
+            with torch.no_grad():
+                policy.log_alpha.fill_(math.log(config.init_alpha))
+        self.target_entropy = -float(policy.action_size) if config.target_entropy is None else config.target_entropy
+        self.buffer = ReplayBuffer(config.buffer_size, policy.obs_size, policy.action_size)
+        self.rng = np.random.default_rng(seed)
+        self.env_steps = self.updates = 0
+        self._debt = 0.0  # gradient steps owed (fractions of utd carried over)
+        self._obs: np.ndarray | None = None
+
+    def _grad_step(self, loss: torch.Tensor, params: list[nn.Parameter]) -> None:
+        """Apply ``loss``'s gradient to ``params`` alone (the other groups keep no gradient, so Adam skips them)."""
+        self.optimizer.zero_grad(set_to_none=True)
+        for p, g in zip(params, torch.autograd.grad(loss, params)):
+            p.grad = g
+        self.optimizer.step()
+
+    def update(self) -> dict[str, float]:
+        """One gradient step on a sampled batch; its losses."""
+        cfg, pol, groups = self.config, self.policy, self.policy.param_groups()
+        b = self.buffer.sample(cfg.batch_size, self.rng, self.device)
+        alpha = pol.log_alpha.exp().detach()
+        with torch.no_grad():
+            a2, logp2 = pol.sample(b["next_obs"])
+            q_next = torch.minimum(*pol.q(b["next_obs"], a2, target=True)) - alpha * logp2
+            y = b["rewards"] + cfg.gamma * (1 - b["terminal"]) * q_next
+        q1, q2 = pol.q(b["obs"], b["actions"])
+        critic_loss = (q1 - y).pow(2).mean() + (q2 - y).pow(2).mean()
+        self._grad_step(critic_loss, groups["critic"])
+        a, logp = pol.sample(b["obs"])
+        actor_loss = (alpha * logp - torch.minimum(*pol.q(b["obs"], a))).mean()
+        self._grad_step(actor_loss, groups["actor"])
+        alpha_loss = -(pol.log_alpha * (logp.detach() + self.target_entropy)).mean()
+        self._grad_step(alpha_loss, groups["alpha"])
+        with torch.no_grad():
+            for target, source in ((pol.target1, pol.critic1), (pol.target2, pol.critic2)):
+                for p_t, p in zip(target.parameters(), source.parameters()):
+                    p_t.lerp_(p, cfg.tau)
+        self.updates += 1
+        return {
+            "critic_loss": critic_loss.item(),
+            "actor_loss": actor_loss.item(),
+            "alpha": alpha.item(),
+            "q_mean": q1.mean().item(),
+        }
+
+    @torch.no_grad()
+    def _act(self, obs: np.ndarray) -> np.ndarray:
+        if self.env_steps < self.config.learning_starts:
+            return self.rng.uniform(-1, 1, (len(obs), self.policy.action_size)).astype(np.float32)
+        o = torch.as_tensor(obs, dtype=torch.float32, device=self.device)
+        return self.policy.act(o, deterministic=False).cpu().numpy()
+
+    def step(self, returns: list[float], losses: list[dict]) -> None:
+        """One vector step, its transitions stored, then the gradient steps it pays for."""
+        if self._obs is None:
+            self._obs = self.env.reset()[0]
+        action = self._act(self._obs)
+        next_obs, reward, terminated, truncated, info = self.env.step(action)
+        stored_next = np.where((terminated | truncated)[:, None], info.final_obs, next_obs)
+        self.buffer.add(obs=self._obs, actions=action, rewards=reward, next_obs=stored_next, terminal=terminated)
+        self._obs = next_obs
+        self.env_steps += len(action)
+        returns.extend(info.episode_return.tolist())
+        if self.env_steps >= self.config.learning_starts:
+            self._debt += self.config.utd * len(action)
+            while self._debt >= 1.0:
+                losses.append(self.update())
+                self._debt -= 1.0
+
+    def learn(self, total_steps: int, on_log: Callable[[dict], bool | None] | None = None) -> None:
+        """Run until ``total_steps`` env steps; every ``log_every`` env steps ``on_log(metrics)`` (return True to
+        stop): env_steps, updates, episode_return (mean of the episodes ended since the last row), losses,
+        alpha, time_s (since this call)."""
+        start, returns, losses, next_log = time.perf_counter(), [], [], self.env_steps + self.config.log_every
+        while self.env_steps < total_steps:
+            self.step(returns, losses)
+            if self.env_steps >= next_log or self.env_steps >= total_steps:
+                row = {
+                    "env_steps": self.env_steps,
+                    "updates": self.updates,
+                    "time_s": time.perf_counter() - start,
+                    "episode_return": float(np.mean(returns)) if returns else float("nan"),
+                }
+                row |= {k: float(np.mean([x[k] for x in losses])) if losses else float("nan") for k in LOSSES}
+                returns, losses, next_log = [], [], next_log + self.config.log_every
+                if on_log is not None and on_log(row):
+                    return

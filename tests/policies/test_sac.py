@@ -1,0 +1,108 @@
+"""SAC (policies/sac.py): the replay buffer's ring, its safe file format and the refusal of damaged files; the soft
+Bellman targets (terminals stop bootstrapping, truncations do not); the temperature tracking the target entropy;
+``embody train --algo sac`` writing a run that evaluates, and resuming it with its replay buffer."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from embody.policies.sac import SAC, ReplayBuffer, ReplayBufferError, SACConfig, SACPolicy
+
+
+def rows(k: int, start: int = 0) -> dict[str, np.ndarray]:
+    i = np.arange(start, start + k, dtype=np.float32)
+    return {
+        "obs": np.stack([i, -i], 1),
+        "actions": i[:, None] / 100,
+        "rewards": i,
+        "next_obs": np.stack([i + 1, -i - 1], 1),
+        "terminal": (i % 2).astype(np.float32),
+    }
+
+
+def test_the_buffer_is_a_ring_and_round_trips_exactly(tmp_path):
+    buf = ReplayBuffer(5, 2, 1)
+    buf.add(**rows(3))
+    buf.add(**rows(4, start=3))  # 7 rows into 5: rows 5, 6 overwrite 0, 1
+    assert buf.size == 5 and buf.ptr == 2
+    assert sorted(buf.data["rewards"].tolist()) == [2, 3, 4, 5, 6]
+    batch = buf.sample(64, np.random.default_rng(0), "cpu")
+    assert batch["obs"].shape == (64, 2) and set(batch["rewards"].tolist()) <= {2, 3, 4, 5, 6}
+    torch.testing.assert_close(batch["next_obs"][:, 0], batch["obs"][:, 0] + 1)  # rows stay whole
+    buf.save(tmp_path / "replay.safetensors")
+    back = ReplayBuffer.load(tmp_path / "replay.safetensors", 2, 1)
+    assert (back.size, back.ptr, back.capacity) == (5, 2, 5)
+    for k in ReplayBuffer.KEYS:
+        np.testing.assert_array_equal(back.data[k], buf.data[k])
+
+
+def test_damaged_or_foreign_buffer_files_are_refused_by_name(tmp_path):
+    buf = ReplayBuffer(8, 2, 1)
+    buf.add(**rows(4))
+    path = tmp_path / "replay.safetensors"
+    buf.save(path)
+    with pytest.raises(ReplayBufferError, match="obs has shape"):
+        ReplayBuffer.load(path, 3, 1)  # another task's observation size
+    path.write_bytes(path.read_bytes()[:40])  # truncated
+    with pytest.raises(ReplayBufferError, match="replay.safetensors: not a readable replay buffer"):
+        ReplayBuffer.load(path, 2, 1)
+    with pytest.raises(ReplayBufferError, match="missing"):
+        ReplayBuffer.load(tmp_path / "none.safetensors", 2, 1)
+    from safetensors.numpy import save_file
+
+    save_file({"x": np.zeros(3, np.float32)}, str(path))
+    with pytest.raises(ReplayBufferError, match="not an embody replay buffer"):
+        ReplayBuffer.load(path, 2, 1)
+
+
+def test_soft_targets_stop_at_terminals_and_the_temperature_tracks_the_entropy():
+    """Reward 1 everywhere, γ 0.5: Q → 1 on terminal transitions, → 1/(1−γ) = 2 (minus the entropy term, kept
+    small by a tiny α) where the episode goes on."""
+    torch.manual_seed(0)
+    policy = SACPolicy(3, 2, [32, 32])
+    cfg = SACConfig(gamma=0.5, tau=0.05, batch_size=128, lr=1e-3, init_alpha=1e-4, alpha_lr=0.0, buffer_size=1000)
+    sac = SAC(None, policy, cfg)
+    rng = np.random.default_rng(0)
+    obs = rng.normal(size=(1000, 3)).astype(np.float32)
+    terminal = (np.arange(1000) < 500).astype(np.float32)
+    obs[:, 0] = terminal * 4  # the critics can tell the two kinds apart
+    sac.buffer.add(
+        obs=obs, actions=rng.uniform(-1, 1, (1000, 2)), rewards=np.ones(1000), next_obs=obs, terminal=terminal
+    )
+    for _ in range(600):
+        sac.update()
+    with torch.no_grad():
+        q = torch.minimum(*policy.q(torch.as_tensor(obs), torch.zeros(1000, 2))).numpy()
+    assert abs(q[:500].mean() - 1.0) < 0.15 and abs(q[500:].mean() - 2.0) < 0.3, (q[:500].mean(), q[500:].mean())
+    # the temperature: with a learning rate it falls when the policy's entropy is above the target
+    sac2 = SAC(None, SACPolicy(3, 2, [32, 32]), SACConfig(batch_size=64, alpha_lr=1e-2, buffer_size=1000))
+    sac2.buffer = sac.buffer
+    alphas = [sac2.update()["alpha"] for _ in range(50)]
+    assert alphas[-1] < alphas[0] == pytest.approx(1.0)
+
+
+def test_train_with_sac_writes_a_run_and_resumes_with_its_buffer(tmp_path, capsys):
+    from embody.cli import main
+    from embody.runs import load_run_checkpoint
+
+    out = tmp_path / "run"
+    sets = ["sac.learning_starts=300", "sac.log_every=400", "sac.hidden=[32,32]", "sac.utd=0.25", "video=false"]
+    argv = ["train", "cartpole-swingup", "--algo", "sac", "--envs", "8", "--steps", "800", "--out", str(out)]
+    assert main(argv + [x for s in sets for x in ("--set", s)] + ["--set", "eval_episodes=2"]) == 0
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["env_steps"] for r in rows] == [400, 800] and rows[-1][
+        "updates"
+    ] == 126  # (800 − 296) · 0.25: from the vector step that reaches 300
+    assert (out / "replay.safetensors").exists() and (out / "eval.json").exists()
+    ck = load_run_checkpoint(out)
+    assert isinstance(ck.policy, SACPolicy) and ck.meta["env_steps"] == 800
+    assert main(["train", "--resume", str(out), "--steps", "1200"]) == 0
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["env_steps"] for r in rows] == [400, 800, 1200] and rows[-1]["updates"] == 226
+    assert ReplayBuffer.load(out / "replay.safetensors", 5, 1).size == 1200  # cartpole: 5 observations
+    (out / "replay.safetensors").write_bytes(b"garbage")
+    capsys.readouterr()
+    assert main(["train", "--resume", str(out), "--steps", "1600"]) == 2
+    assert "replay.safetensors: not a readable replay buffer" in capsys.readouterr().err
