@@ -16,6 +16,7 @@ BENCHMARKS = {
     "learning": "embody.benchmarks.learning",
     "offline": "embody.benchmarks.offline",
     "planning": "embody.benchmarks.planning",
+    "sac": "embody.benchmarks.sac",
     "sims": "embody.benchmarks.sims",
     "tasks": "embody.benchmarks.tasks",
 }

@@ -267,7 +267,7 @@ class SAC:
         self._obs = next_obs
         self.env_steps += len(action)
         returns.extend(info.episode_return.tolist())
-        if self.env_steps >= self.config.learning_starts:
+        if self.env_steps > self.config.learning_starts:  # as SB3: after the step that passes it
             self._debt += self.config.utd * len(action)
             while self._debt >= 1.0:
                 losses.append(self.update())

@@ -1,0 +1,187 @@
+"""``embody bench sac``: embody's SAC against Stable-Baselines3's SAC on the same task, in one run.
+
+Both learn cartpole-swingup (``--task``) from ``--envs`` envs with the same networks (``--hidden``), batch size,
+learning rates, discount, Polyak rate, automatic temperature (target entropy −action size), random steps before
+learning, and update-to-data ratio (``--utd`` gradient steps per env step: SB3's ``train_freq=1`` vector step with
+``gradient_steps = utd · envs``), for ``--steps`` env steps; SB3's envs each wrap one embody env (the same MDP).
+Reported: env-steps/s and gradient steps/s of each, their ratio, and the mean training return of the episodes
+that ended in each fifth of the budget (equal env steps), so speed is compared at equal return.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+TARGET = 1.5  # ours / SB3's speed at equal return
+
+
+def settings(args) -> dict:
+    return {
+        "task": args.task,
+        "envs": args.envs,
+        "steps": args.steps,
+        "hidden": args.hidden,
+        "batch_size": 256,
+        "lr": 3e-4,
+        "gamma": 0.99,
+        "tau": 0.005,
+        "learning_starts": args.learning_starts,
+        "utd": args.utd,
+        "seed": args.seed,
+    }
+
+
+def _returns_by_fifth(points: list[tuple[int, float]], steps: int) -> list[float]:
+    """Mean return of the episodes that ended in each fifth of the budget ((env steps, return) pairs)."""
+    out = []
+    for k in range(5):
+        lo, hi = k * steps / 5, (k + 1) * steps / 5
+        r = [ret for s, ret in points if lo < s <= hi]
+        out.append(float(np.mean(r)) if r else float("nan"))
+    return out
+
+
+def run_ours(s: dict) -> dict:
+    import torch
+
+    from embody.policies.sac import SAC, SACConfig, SACPolicy
+    from embody.runs import build_env
+    from embody.train import resolve_config
+
+    torch.manual_seed(s["seed"])
+    cfg = resolve_config(s["task"], n_envs=s["envs"], seed=s["seed"])
+    env = build_env(cfg)
+    sc = SACConfig(
+        hidden=s["hidden"],
+        batch_size=s["batch_size"],
+        lr=s["lr"],
+        alpha_lr=s["lr"],
+        gamma=s["gamma"],
+        tau=s["tau"],
+        learning_starts=s["learning_starts"],
+        utd=s["utd"],
+        buffer_size=s["steps"],
+    )
+    sac = SAC(env, SACPolicy(env.observation_size, env.action_size, s["hidden"]), sc, seed=s["seed"])
+    points, returns, losses = [], [], []
+    start = time.perf_counter()
+    while sac.env_steps < s["steps"]:
+        n = len(returns)
+        sac.step(returns, losses)
+        points += [(sac.env_steps, r) for r in returns[n:]]
+    elapsed = time.perf_counter() - start
+    env.close()
+    return {"time_s": elapsed, "env_steps": sac.env_steps, "updates": sac.updates, "points": points}
+
+
+def run_sb3(s: dict) -> dict:
+    import torch
+    from stable_baselines3 import SAC
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from embody.benchmarks.core import _gym_env_class
+    from embody.train import resolve_config
+
+    torch.manual_seed(s["seed"])
+    cfg = resolve_config(s["task"], n_envs=1, seed=s["seed"])
+    EmbodyGymEnv = _gym_env_class()
+    venv = DummyVecEnv([lambda i=i: Monitor(EmbodyGymEnv(cfg, seed=s["seed"] + i)) for i in range(s["envs"])])
+    model = SAC(
+        "MlpPolicy",
+        venv,
+        learning_rate=s["lr"],
+        buffer_size=s["steps"],
+        learning_starts=s["learning_starts"],
+        batch_size=s["batch_size"],
+        tau=s["tau"],
+        gamma=s["gamma"],
+        train_freq=1,
+        gradient_steps=max(1, round(s["utd"] * s["envs"])),
+        ent_coef="auto",
+        seed=s["seed"],
+        device="cpu",
+        policy_kwargs={"net_arch": s["hidden"]},
+    )
+    points: list[tuple[int, float]] = []
+
+    class Watch(BaseCallback):
+        def _on_step(self) -> bool:
+            for info in self.locals.get("infos", []):
+                if "episode" in info:
+                    points.append((int(self.num_timesteps), float(info["episode"]["r"])))
+            return True
+
+    start = time.perf_counter()
+    model.learn(s["steps"], callback=Watch())
+    elapsed = time.perf_counter() - start
+    venv.close()
+    return {
+        "time_s": elapsed,
+        "env_steps": int(model.num_timesteps),
+        "updates": int(model._n_updates),
+        "points": points,
+    }
+
+
+def main(argv: list[str]) -> int:
+    """Train both, print the table; ``--out DIR`` writes results.json. Returns 0."""
+    import torch
+
+    from embody.benchmarks import save_results
+
+    p = argparse.ArgumentParser(
+        prog="embody bench sac", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--task", default="cartpole-swingup")
+    p.add_argument("--envs", type=int, default=16)
+    p.add_argument("--steps", type=int, default=40_000)
+    p.add_argument("--utd", type=float, default=0.5)
+    p.add_argument("--learning-starts", type=int, default=2_000)
+    p.add_argument("--hidden", type=int, nargs="+", default=[256, 256])
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1, help="torch threads on both sides")
+    p.add_argument("--out")
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    s = settings(args)
+    sides = {"embody": run_ours(s), "sb3": run_sb3(s)}
+    rows = {}
+    for name, r in sides.items():
+        rows[name] = {
+            "env_steps_per_s": r["env_steps"] / r["time_s"],
+            "grad_steps_per_s": r["updates"] / r["time_s"],
+            "updates": r["updates"],
+            "time_s": r["time_s"],
+            "returns_by_fifth": _returns_by_fifth(r["points"], s["steps"]),
+        }
+    ratio = rows["embody"]["env_steps_per_s"] / rows["sb3"]["env_steps_per_s"]
+    result = {"settings": s, "rows": rows, "speed_ratio": ratio, "target": TARGET}
+    _print(result)
+    save_results(args.out, result)
+    return 0
+
+
+def _print(r: dict) -> None:
+    s = r["settings"]
+    print(
+        f"\nembody bench sac: {s['task']}, {s['envs']} envs, {s['steps']:,} env steps, utd {s['utd']:g}, "
+        f"networks {s['hidden']}, batch {s['batch_size']}\n"
+    )
+    print(
+        "| | env steps/s | gradient steps/s | gradient steps | return by fifth of the budget |\n|---|---|---|---|---|"
+    )
+    for name, row in r["rows"].items():
+        fifths = ", ".join(f"{x:.0f}" for x in row["returns_by_fifth"])
+        print(
+            f"| {name} | {row['env_steps_per_s']:.0f} | {row['grad_steps_per_s']:.0f} | {row['updates']} | {fifths} |"
+        )
+    verdict = "PASS" if r["speed_ratio"] >= r["target"] else "BELOW-TARGET"
+    print(
+        f"\nspeed embody / SB3: {r['speed_ratio']:.2f}× (target {r['target']:g}× at equal return: {verdict}; "
+        "compare the returns by fifth)"
+    )
