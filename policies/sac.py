@@ -55,6 +55,33 @@ class SACConfig:
     log_every: int = 5_000  # env steps between metrics rows (and checkpoints)
 
 
+class TwinQ(nn.Module):
+    """Two MLP critics evaluated as one batched network: (B, in) → (2, B). Layer weights (2, in, out) run through
+    one ``baddbmm`` per layer, so both critics cost one forward and one backward pass."""
+
+    def __init__(self, sizes: list[int], activation: str = "relu"):
+        super().__init__()
+        from .networks import ACTIVATIONS
+
+        self.weights = nn.ParameterList()
+        self.biases = nn.ParameterList()
+        for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+            w = torch.empty(2, b, a)
+            for k in range(2):  # as ``mlp``: orthogonal, gain √2 inside and 1 on the output layer
+                nn.init.orthogonal_(w[k], 1.0 if i == len(sizes) - 2 else 2**0.5)
+            self.weights.append(nn.Parameter(w.transpose(1, 2).contiguous()))
+            self.biases.append(nn.Parameter(torch.zeros(2, 1, b)))
+        self.act = ACTIVATIONS[activation]()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x.expand(2, *x.shape)
+        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
+            h = torch.baddbmm(b, h, w)
+            if i < len(self.weights) - 1:
+                h = self.act(h)
+        return h.squeeze(-1)
+
+
 class SACPolicy(nn.Module):
     """The tanh-Gaussian actor, twin critics, their targets and log α.
 
@@ -66,11 +93,8 @@ class SACPolicy(nn.Module):
         self.obs_size, self.action_size = obs_size, action_size
         self.hidden, self.activation = list(hidden or [256, 256]), activation
         self.actor = mlp([obs_size, *self.hidden, 2 * action_size], activation)
-        self.critic1 = mlp([obs_size + action_size, *self.hidden, 1], activation)
-        self.critic2 = mlp([obs_size + action_size, *self.hidden, 1], activation)
-        self.target1, self.target2 = copy.deepcopy(self.critic1), copy.deepcopy(self.critic2)
-        for p in [*self.target1.parameters(), *self.target2.parameters()]:
-            p.requires_grad_(False)
+        self.critics = TwinQ([obs_size + action_size, *self.hidden, 1], activation)
+        self.targets = copy.deepcopy(self.critics).requires_grad_(False)
         self.log_alpha = nn.Parameter(torch.zeros(()))
 
     def init_kwargs(self) -> dict:
@@ -95,9 +119,7 @@ class SACPolicy(nn.Module):
 
     def q(self, obs: torch.Tensor, action: torch.Tensor, target: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         """Both critics' (or target critics') Q (n,) each."""
-        x = torch.cat([obs, action], -1)
-        c1, c2 = (self.target1, self.target2) if target else (self.critic1, self.critic2)
-        return c1(x).squeeze(-1), c2(x).squeeze(-1)
+        return (self.targets if target else self.critics)(torch.cat([obs, action], -1)).unbind(0)
 
     @torch.no_grad()
     def act(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
@@ -113,7 +135,7 @@ class SACPolicy(nn.Module):
         """The parameters each loss trains: actor, critics, alpha."""
         return {
             "actor": list(self.actor.parameters()),
-            "critic": [*self.critic1.parameters(), *self.critic2.parameters()],
+            "critic": list(self.critics.parameters()),
             "alpha": [self.log_alpha],
         }
 
@@ -197,11 +219,12 @@ class SAC:
         self.device = torch.device(device)
         groups = policy.param_groups()
         self.optimizer = torch.optim.Adam(
-            [
+            foreach=True,  # one multi-tensor step: fewer Python loops per update
+            params=[
                 {"params": groups["actor"], "lr": config.lr},
                 {"params": groups["critic"], "lr": config.lr},
                 {"params": groups["alpha"], "lr": config.alpha_lr},
-            ]
+            ],
         )
         if policy.log_alpha.item() == 0.0:
             with torch.no_grad():
@@ -238,9 +261,7 @@ class SAC:
         alpha_loss = -(pol.log_alpha * (logp.detach() + self.target_entropy)).mean()
         self._grad_step(alpha_loss, groups["alpha"])
         with torch.no_grad():
-            for target, source in ((pol.target1, pol.critic1), (pol.target2, pol.critic2)):
-                for p_t, p in zip(target.parameters(), source.parameters()):
-                    p_t.lerp_(p, cfg.tau)
+            torch._foreach_lerp_(list(pol.targets.parameters()), list(pol.critics.parameters()), cfg.tau)
         self.updates += 1
         return {
             "critic_loss": critic_loss.item(),
