@@ -38,7 +38,7 @@ class GymVectorEnv(VectorEnv):
     def reset(self, *, seed=None, options=None):
         """Reset all envs; ``seed`` reseeds the task's sampler. Info: ``{"privileged_obs": (num_envs, p)}``."""
         if seed is not None:
-            self.env.task.rng = np.random.default_rng(seed)
+            self.env.task.reseed(seed)
         obs, priv = self.env.reset()
         return obs, {"privileged_obs": priv}
 
@@ -77,7 +77,7 @@ class GymEnv(gym.Env):
         """Reset; ``seed`` reseeds the task's sampler. Info: ``{"privileged_obs": (p,)}``."""
         super().reset(seed=seed)
         if seed is not None:
-            self.env.task.rng = np.random.default_rng(seed)
+            self.env.task.reseed(seed)
         obs, priv = self.env.reset()
         return obs[0], {"privileged_obs": priv[0]}
 

@@ -130,6 +130,12 @@ class Task(ABC):
     def reset_distribution(self, env_ids: np.ndarray) -> InitState:
         """Initial states for the envs ``env_ids`` (k,)."""
 
+    def reseed(self, seed: int) -> None:
+        """Start the task's sampling afresh from ``seed``: its RNG and whatever it carries from episode to episode
+        (curricula), so that Gymnasium's ``reset(seed=...)`` replays the same episode. Override to restart such
+        state too."""
+        self.rng = np.random.default_rng(seed)
+
     def on_reset(self, env_ids: np.ndarray) -> None:
         """Clear per-env buffers and sample new commands for ``env_ids``."""
         self.last_action[env_ids] = 0.0

@@ -116,10 +116,7 @@ class AlmiWholeBody(H1_2Stand):
 
     def __init__(self, config: AlmiConfig, robot: RobotSpec, n_envs: int, seed: int = 0):
         super().__init__(config, robot, n_envs, seed)
-        c = config.clips
-        self.amplitude, self.slice = (c.amplitude, c.slice) if c.enabled else (1.0, 1.0)
-        self.difficulty = np.zeros(len(self.lengths))  # per clip: exponential average of "an episode fell on it"
-        self.order = np.arange(len(self.lengths))  # clips, easiest first
+        self.restart_curricula()
         self.fell = np.zeros(n_envs, dtype=bool)
         self.tracked = np.array([robot.joint_names.index(n) for n in TRACKED])
         self.reference = np.tile(self.q0, (n_envs, 1))  # this step's upper-body reference (all joints)
@@ -155,6 +152,18 @@ class AlmiWholeBody(H1_2Stand):
         return None  # the whole-body and upper policies train without symmetry augmentation
 
     # -- curricula -----------------------------------------------------------------------
+    def restart_curricula(self) -> None:
+        """Amplitude and slice at their starting levels, every clip equally (un)known."""
+        c = self.config.clips
+        self.amplitude, self.slice = (c.amplitude, c.slice) if c.enabled else (1.0, 1.0)
+        self.difficulty = np.zeros(len(self.lengths))  # per clip: exponential average of "an episode fell on it"
+        self.order = np.arange(len(self.lengths))  # clips, easiest first
+
+    def reseed(self, seed: int) -> None:
+        """Also restart the clip curricula."""
+        super().reseed(seed)
+        self.restart_curricula()
+
     def curriculum_levels(self) -> dict[str, float]:
         return {**super().curriculum_levels(), "amplitude": self.clip_amplitude, "slice": self.clip_slice}
 

@@ -269,6 +269,12 @@ class H1_2Velocity(Task):
         self.next_push[env_ids] = self._push_interval(k) if r.enabled else np.inf
         self.delay[env_ids] = self.rng.integers(0, r.action_delay_steps + 1, k) if r.enabled else 0
 
+    def reseed(self, seed: int) -> None:
+        """Also restart the penalty curriculum."""
+        super().reseed(seed)
+        pc = self.config.penalty_curriculum
+        self._penalty_level = pc.initial if pc.enabled else 1.0
+
     def _move_penalty_level(self, lengths_s: np.ndarray) -> None:
         pc = self.config.penalty_curriculum
         ended = lengths_s[lengths_s > 0]  # the first reset ends no episode

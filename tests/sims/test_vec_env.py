@@ -2,6 +2,7 @@
 
 import gymnasium as gym
 import numpy as np
+import pytest
 
 from embody.sims.tasks import TASKS
 from embody.sims.vec_env import make_env
@@ -62,13 +63,22 @@ def test_gymnasium_vector_facade_same_step():
     env.close()
 
 
-def test_gymnasium_single_env_passes_env_checker():
+def _all_tasks() -> list[str]:
+    from embody.sims.tasks import TASKS
+
+    return TASKS.names()  # plugins' tasks included
+
+
+@pytest.mark.parametrize("task", _all_tasks())
+def test_every_registered_task_passes_the_gymnasium_env_checker(task):
     from gymnasium.utils.env_checker import check_env
 
-    import embody.sims.gym  # noqa: F401
+    from embody.sims.gym import register_all
 
-    env = gym.make("embody/cartpole-swingup-v0")
+    register_all()
+    env = gym.make(f"embody/{task}-v0")
     check_env(env.unwrapped, skip_render_check=True)
+    env.close()
 
 
 def test_reward_fn_replaces_the_task_reward():
