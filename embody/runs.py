@@ -31,6 +31,7 @@ from embody.config import apply_overrides, from_dict, load_yaml, to_dict
 from embody.files import write_atomic
 from embody.policies.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from embody.policies.evaluate import evaluate
+from embody.sims.gymnasium_env import PREFIX
 from embody.sims.task import Task
 from embody.sims.tasks import TASKS
 from embody.sims.vec_env import VecEnv, make_env
@@ -51,7 +52,16 @@ def build_env(
     evaluation: bool = False,
 ) -> VecEnv:
     """The run's env; ``evaluation``: without staggered resets, so every episode may run its full length, and with
-    the task's curricula at their final level."""
+    the task's curricula at their final level. A ``gym:ID`` task is a Gymnasium environment (``cfg.env``: its
+    ``gym.make`` keyword arguments)."""
+    if cfg.task.startswith(PREFIX):
+        from embody.sims.gymnasium_env import GymnasiumEnv
+
+        env = GymnasiumEnv(
+            cfg.task.removeprefix(PREFIX), n_envs or cfg.n_envs, cfg.seed if seed is None else seed, cfg.env
+        )
+        env.task.training = not evaluation
+        return env
     task_cls = TASKS.get(cfg.task)
     task_cfg = from_dict(task_cls.config_class, cfg.env, "env")
     env = make_env(
@@ -68,11 +78,11 @@ def build_env(
 
 def policy_spec(env: VecEnv | Task) -> dict:
     """What a checkpoint must match to be used on ``env`` (or on a bare task, as the deploy loop has)."""
-    task = env.task if isinstance(env, VecEnv) else env
+    task = env if isinstance(env, Task) else env.task
     return {
         "task": task.name,
-        "robot": task.robot.name,
-        "joints": list(task.robot.joint_names),
+        "robot": task.robot.name if task.robot else None,
+        "joints": list(task.robot.joint_names) if task.robot else [],
         "obs_size": task.observation_size,
         "privileged_size": task.privileged_size,
         "action_size": task.action_size,
@@ -179,7 +189,7 @@ def record_video(run: Path, path: Path, sim: str | None = None, seed: int = 1234
     env = build_env(cfg, n_envs=1, sim=sim, seed=seed, evaluation=True)
     ckpt = load_run_checkpoint(run, expect=env)
     result = evaluate(env, ckpt.policy, episodes=1, render=True)
-    with VideoWriter(path, fps=1.0 / env.sim.dt) as video:
+    with VideoWriter(path, fps=1.0 / env.dt) as video:
         for frame in result.frames:
             video.write(frame)
     env.close()

@@ -29,6 +29,7 @@ from embody.runs import (  # noqa: F401  (build_env .. record_video: re-exported
     start_run,
     write_eval,
 )
+from embody.sims.gymnasium_env import PREFIX
 from embody.sims.tasks import TASKS
 
 ALGOS = ("ppo", "sac")
@@ -62,11 +63,15 @@ class TrainConfig:
 
 
 def resolve_config(task: str, file: str | None = None, overrides: list[str] = (), **flags) -> TrainConfig:
-    """Defaults < the task's train_defaults < config file < CLI flags < --set overrides."""
-    task_cls = TASKS.get(task)
-    cfg = TrainConfig(task=task, env=to_dict(task_cls.config_class()))
-    for key, value in getattr(task_cls, "train_defaults", {}).items():
-        apply_override(cfg, key, value)
+    """Defaults < the task's train_defaults < config file < CLI flags < --set overrides. A ``gym:ID`` task has no
+    defaults of its own; ``env`` holds its ``gym.make`` keyword arguments."""
+    if task.startswith(PREFIX):
+        cfg = TrainConfig(task=task, n_envs=16)
+    else:
+        task_cls = TASKS.get(task)
+        cfg = TrainConfig(task=task, env=to_dict(task_cls.config_class()))
+        for key, value in getattr(task_cls, "train_defaults", {}).items():
+            apply_override(cfg, key, value)
     if file:
         cfg = from_dict(TrainConfig, _deep_merge(to_dict(cfg), load_yaml(file)), str(file))
     return apply_overrides(cfg, flags, overrides)

@@ -137,6 +137,11 @@ class VecEnv:
             info.privileged_obs = priv
         return obs, reward.astype(np.float32), terminated, truncated, info
 
+    @property
+    def dt(self) -> float:
+        """The control period [s] (videos play at 1 / dt)."""
+        return self.sim.dt
+
     def render(self, env_ids=None) -> np.ndarray:
         """RGB frames (k, H, W, 3) uint8 of ``env_ids`` (default all) from the task's camera."""
         return self.sim.render(env_ids, camera=self.task.config.camera)
