@@ -65,7 +65,8 @@ def run_ours(s: dict) -> dict:
         utd=s["utd"],
         buffer_size=s["steps"],
     )
-    sac = SAC(env, SACPolicy(env.observation_size, env.action_size, s["hidden"]), sc, seed=s["seed"])
+    policy = SACPolicy(env.observation_size, env.action_size, s["hidden"], normalize_obs=False)  # as SB3: raw
+    sac = SAC(env, policy, sc, seed=s["seed"])
     points, returns, losses = [], [], []
     start = time.perf_counter()
     while sac.env_steps < s["steps"]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from embody.config import to_dict
-from embody.policies.sac import SAC, ReplayBuffer, SACPolicy
+from embody.policies.sac import SAC, SACPolicy
 from embody.progress import Progress
 from embody.runs import (
     MetricsLog,
@@ -31,7 +31,9 @@ def train_sac(cfg, out: Path, resume: bool = False) -> dict:
     spec = policy_spec(env)
     ckpt = load_run_checkpoint(out, expect=env, device=cfg.device) if resume else None
     policy = (
-        ckpt.policy if ckpt else SACPolicy(env.observation_size, env.action_size, cfg.sac.hidden, cfg.sac.activation)
+        ckpt.policy
+        if ckpt
+        else SACPolicy(env.observation_size, env.action_size, cfg.sac.hidden, cfg.sac.activation, cfg.sac.normalize_obs)
     )
     if not isinstance(policy, SACPolicy):
         raise ValueError(f"{out}: its checkpoint holds a {type(policy).__name__}, not a SACPolicy (algo {cfg.algo})")
@@ -40,7 +42,7 @@ def train_sac(cfg, out: Path, resume: bool = False) -> dict:
     if ckpt:
         sac.optimizer.load_state_dict(ckpt.optimizer_state)
         sac.env_steps, sac.updates, time_offset = (ckpt.meta[k] for k in ("env_steps", "updates", "time_s"))
-        sac.buffer = ReplayBuffer.load(out / REPLAY, policy.obs_size, policy.action_size)
+        sac.buffer.restore(out / REPLAY)
     log = MetricsLog(out)
     progress = Progress(cfg.steps, label=f"train {cfg.task} (sac)", max_time_s=max(cfg.max_time_s - time_offset, 0))
     progress.update(sac.env_steps, force=True)

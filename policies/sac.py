@@ -30,7 +30,7 @@ from torch import nn
 
 from embody import exits
 
-from .networks import mlp
+from .networks import Normalizer, mlp
 
 LOG_STD = (-5.0, 2.0)
 LOSSES = ("critic_loss", "actor_loss", "alpha", "q_mean")  # every metrics row has them (nan before learning)
@@ -52,6 +52,9 @@ class SACConfig:
     utd: float = 0.25  # gradient steps per env step
     init_alpha: float = 1.0
     target_entropy: float | None = None  # None: −action size
+    her: str = "none"  # none | future | final: hindsight relabelling (goal environments, policies/her.py)
+    her_k: int = 4  # relabelled copies per transition
+    normalize_obs: bool = True  # running mean/std of the observations collected (in the policy, saved with it)
     log_every: int = 5_000  # env steps between metrics rows (and checkpoints)
 
 
@@ -88,10 +91,18 @@ class SACPolicy(nn.Module):
     Actor: obs (n, o) → mean and log std (n, a) each; actions tanh(u) in [-1, 1]. Critics: (obs, action) → (n,).
     """
 
-    def __init__(self, obs_size: int, action_size: int, hidden: list[int] | None = None, activation: str = "relu"):
+    def __init__(
+        self,
+        obs_size: int,
+        action_size: int,
+        hidden: list[int] | None = None,
+        activation: str = "relu",
+        normalize_obs: bool = True,
+    ):
         super().__init__()
-        self.obs_size, self.action_size = obs_size, action_size
+        self.obs_size, self.action_size, self.normalize_obs = obs_size, action_size, normalize_obs
         self.hidden, self.activation = list(hidden or [256, 256]), activation
+        self.obs_norm = Normalizer(obs_size) if normalize_obs else nn.Identity()
         self.actor = mlp([obs_size, *self.hidden, 2 * action_size], activation)
         self.critics = TwinQ([obs_size + action_size, *self.hidden, 1], activation)
         self.targets = copy.deepcopy(self.critics).requires_grad_(False)
@@ -103,6 +114,7 @@ class SACPolicy(nn.Module):
             "action_size": self.action_size,
             "hidden": self.hidden,
             "activation": self.activation,
+            "normalize_obs": self.normalize_obs,
         }
 
     @classmethod
@@ -111,7 +123,7 @@ class SACPolicy(nn.Module):
 
     def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """A reparameterized action (n, a) and its log density (n,) (tanh-corrected)."""
-        mean, log_std = self.actor(obs).chunk(2, -1)
+        mean, log_std = self.actor(self.obs_norm(obs)).chunk(2, -1)
         std = log_std.clamp(*LOG_STD).exp()
         u = mean + std * torch.randn_like(mean)
         logp = (-0.5 * ((u - mean) / std).pow(2) - std.log() - 0.5 * math.log(2 * math.pi)).sum(-1)
@@ -119,13 +131,13 @@ class SACPolicy(nn.Module):
 
     def q(self, obs: torch.Tensor, action: torch.Tensor, target: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         """Both critics' (or target critics') Q (n,) each."""
-        return (self.targets if target else self.critics)(torch.cat([obs, action], -1)).unbind(0)
+        return (self.targets if target else self.critics)(torch.cat([self.obs_norm(obs), action], -1)).unbind(0)
 
     @torch.no_grad()
     def act(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
         """obs (n, o) → action (n, a) in [-1, 1]: tanh of the mean, or a sample."""
         if deterministic:
-            return torch.tanh(self.actor(obs).chunk(2, -1)[0])
+            return torch.tanh(self.actor(self.obs_norm(obs)).chunk(2, -1)[0])
         return self.sample(obs)[0]
 
     def reset(self, env_ids: torch.Tensor | None = None) -> None:
@@ -183,9 +195,9 @@ class ReplayBuffer:
         save_file(tensors, str(tmp), metadata=meta)
         tmp.replace(path)
 
-    @classmethod
-    def load(cls, path: Path, obs_size: int, action_size: int) -> ReplayBuffer:
-        """Read a buffer written by ``save``; anything else raises ``ReplayBufferError`` naming the file."""
+    def restore(self, path: Path) -> ReplayBuffer:
+        """Fill this buffer from a file written by ``save`` (its capacity kept, its shapes checked); anything else
+        raises ``ReplayBufferError`` naming the file. Episodes a HER buffer had not finished are not in the file."""
         from safetensors import safe_open
 
         try:
@@ -195,19 +207,19 @@ class ReplayBuffer:
             raise ReplayBufferError(f"{path}: replay buffer file is missing") from None
         except Exception as e:  # noqa: BLE001 - safetensors raises several types for damaged files
             raise ReplayBufferError(f"{path}: not a readable replay buffer ({e})") from None
-        if meta.get("format") != "embody.replay" or set(arrays) != set(cls.KEYS):
+        if meta.get("format") != "embody.replay" or set(arrays) != set(self.KEYS):
             raise ReplayBufferError(f"{path}: not an embody replay buffer (keys {sorted(arrays)})")
-        buf = cls(int(meta["capacity"]), obs_size, action_size)
-        n = len(arrays["obs"])
-        for k in cls.KEYS:
-            if arrays[k].shape[1:] != buf.data[k].shape[1:] or len(arrays[k]) != n or n > buf.capacity:
-                raise ReplayBufferError(
-                    f"{path}: {k} has shape {arrays[k].shape}, expected (≤{buf.capacity}, "
-                    f"{', '.join(map(str, buf.data[k].shape[1:]))})"
-                )
-            buf.data[k][:n] = arrays[k]
-        buf.size, buf.ptr = n, int(meta["ptr"])
-        return buf
+        n, ptr = len(arrays["obs"]), int(meta["ptr"])
+        for k in self.KEYS:
+            if arrays[k].shape[1:] != self.data[k].shape[1:] or len(arrays[k]) != n:
+                expected = ", ".join(map(str, self.data[k].shape[1:]))
+                raise ReplayBufferError(f"{path}: {k} has shape {arrays[k].shape}, expected (N, {expected})")
+        full = n == int(meta["capacity"])
+        keep = (np.r_[ptr:n, 0:ptr] if full else np.arange(n))[-self.capacity :]  # oldest first, the newest kept
+        for k in self.KEYS:
+            self.data[k][: len(keep)] = arrays[k][keep]
+        self.size, self.ptr = len(keep), len(keep) % self.capacity
+        return self
 
 
 class SAC:
@@ -230,11 +242,32 @@ class SAC:
             with torch.no_grad():
                 policy.log_alpha.fill_(math.log(config.init_alpha))
         self.target_entropy = -float(policy.action_size) if config.target_entropy is None else config.target_entropy
-        self.buffer = ReplayBuffer(config.buffer_size, policy.obs_size, policy.action_size)
+        self.buffer = self._buffer(env, seed)
         self.rng = np.random.default_rng(seed)
         self.env_steps = self.updates = 0
         self._debt = 0.0  # gradient steps owed (fractions of utd carried over)
         self._obs: np.ndarray | None = None
+
+    def _buffer(self, env, seed: int) -> ReplayBuffer:
+        """A plain ring, or a HER buffer on a goal environment (``obs_parts`` and ``compute_reward``)."""
+        cfg, pol = self.config, self.policy
+        if cfg.her == "none":
+            return ReplayBuffer(cfg.buffer_size, pol.obs_size, pol.action_size)
+        from .her import HERBuffer
+
+        if not hasattr(env, "compute_reward"):
+            raise ValueError(f"sac.her={cfg.her!r} needs a goal environment (a gym: id with goal observations)")
+        return HERBuffer(
+            cfg.buffer_size,
+            pol.obs_size,
+            pol.action_size,
+            env.n_envs,
+            env.task.obs_parts,
+            env.compute_reward,
+            cfg.her,
+            cfg.her_k,
+            seed,
+        )
 
     def _grad_step(self, loss: torch.Tensor, params: list[nn.Parameter]) -> None:
         """Apply ``loss``'s gradient to ``params`` alone (the other groups keep no gradient, so Adam skips them)."""
@@ -281,10 +314,22 @@ class SAC:
         """One vector step, its transitions stored, then the gradient steps it pays for."""
         if self._obs is None:
             self._obs = self.env.reset()[0]
+        if self.policy.normalize_obs:
+            self.policy.obs_norm.update(torch.as_tensor(self._obs, device=self.device))
         action = self._act(self._obs)
         next_obs, reward, terminated, truncated, info = self.env.step(action)
-        stored_next = np.where((terminated | truncated)[:, None], info.final_obs, next_obs)
-        self.buffer.add(obs=self._obs, actions=action, rewards=reward, next_obs=stored_next, terminal=terminated)
+        done = terminated | truncated
+        rows = dict(
+            obs=self._obs,
+            actions=action,
+            rewards=reward,
+            next_obs=np.where(done[:, None], info.final_obs, next_obs),
+            terminal=terminated,
+        )
+        if self.config.her == "none":
+            self.buffer.add(**rows)
+        else:
+            self.buffer.add_step(done, **rows)
         self._obs = next_obs
         self.env_steps += len(action)
         returns.extend(info.episode_return.tolist())

@@ -170,6 +170,14 @@ class GymnasiumEnv:
         self._returns[done], self._lengths[done] = 0.0, 0
         return flat, reward, np.asarray(terminated), np.asarray(truncated), step_info
 
+    def compute_reward(self, achieved: np.ndarray, desired: np.ndarray) -> np.ndarray:
+        """The environment's own reward for goals (k, g) achieved against (k, g) desired (HER's relabelling);
+        only goal environments have it."""
+        fn = getattr(self.vec.envs[0].unwrapped, "compute_reward", None)
+        if fn is None:
+            raise AttributeError(f"{self.task.name} has no compute_reward (not a goal environment)")
+        return np.asarray(fn(achieved, desired, {}), np.float64).reshape(len(achieved))
+
     def render(self, env_ids=None) -> np.ndarray:
         frames = self.vec.render()
         ids = range(self.n_envs) if env_ids is None else env_ids

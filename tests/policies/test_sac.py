@@ -32,10 +32,16 @@ def test_the_buffer_is_a_ring_and_round_trips_exactly(tmp_path):
     assert batch["obs"].shape == (64, 2) and set(batch["rewards"].tolist()) <= {2, 3, 4, 5, 6}
     torch.testing.assert_close(batch["next_obs"][:, 0], batch["obs"][:, 0] + 1)  # rows stay whole
     buf.save(tmp_path / "replay.safetensors")
-    back = ReplayBuffer.load(tmp_path / "replay.safetensors", 2, 1)
-    assert (back.size, back.ptr, back.capacity) == (5, 2, 5)
+    same = ReplayBuffer(5, 2, 1).restore(tmp_path / "replay.safetensors")
+    assert (same.size, same.ptr) == (5, 0) and same.data["rewards"].tolist() == [2, 3, 4, 5, 6]  # oldest first
+    same.add(**rows(1, start=7))
+    assert sorted(same.data["rewards"].tolist()) == [3, 4, 5, 6, 7]  # the oldest goes first, as before saving
+    small = ReplayBuffer(3, 2, 1).restore(tmp_path / "replay.safetensors")  # a smaller ring keeps the newest
+    assert small.data["rewards"].tolist() == [4, 5, 6] and small.size == 3
+    big, again = (ReplayBuffer(c, 2, 1).restore(tmp_path / "replay.safetensors") for c in (100, 5))
+    assert (big.size, big.ptr) == (5, 5)
     for k in ReplayBuffer.KEYS:
-        np.testing.assert_array_equal(back.data[k], buf.data[k])
+        np.testing.assert_array_equal(big.data[k][:5], again.data[k])
 
 
 def test_damaged_or_foreign_buffer_files_are_refused_by_name(tmp_path):
@@ -44,17 +50,17 @@ def test_damaged_or_foreign_buffer_files_are_refused_by_name(tmp_path):
     path = tmp_path / "replay.safetensors"
     buf.save(path)
     with pytest.raises(ReplayBufferError, match="obs has shape"):
-        ReplayBuffer.load(path, 3, 1)  # another task's observation size
+        ReplayBuffer(10_000, 3, 1).restore(path)  # another task's observation size
     path.write_bytes(path.read_bytes()[:40])  # truncated
     with pytest.raises(ReplayBufferError, match="replay.safetensors: not a readable replay buffer"):
-        ReplayBuffer.load(path, 2, 1)
+        ReplayBuffer(10_000, 2, 1).restore(path)
     with pytest.raises(ReplayBufferError, match="missing"):
-        ReplayBuffer.load(tmp_path / "none.safetensors", 2, 1)
+        ReplayBuffer(10_000, 2, 1).restore(tmp_path / "none.safetensors")
     from safetensors.numpy import save_file
 
     save_file({"x": np.zeros(3, np.float32)}, str(path))
     with pytest.raises(ReplayBufferError, match="not an embody replay buffer"):
-        ReplayBuffer.load(path, 2, 1)
+        ReplayBuffer(10_000, 2, 1).restore(path)
 
 
 def test_soft_targets_stop_at_terminals_and_the_temperature_tracks_the_entropy():
@@ -101,7 +107,7 @@ def test_train_with_sac_writes_a_run_and_resumes_with_its_buffer(tmp_path, capsy
     assert main(["train", "--resume", str(out), "--steps", "1200"]) == 0
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["env_steps"] for r in rows] == [400, 800, 1200] and rows[-1]["updates"] == 226
-    assert ReplayBuffer.load(out / "replay.safetensors", 5, 1).size == 1200  # cartpole: 5 observations
+    assert ReplayBuffer(10_000, 5, 1).restore(out / "replay.safetensors").size == 1200  # cartpole: 5 observations
     (out / "replay.safetensors").write_bytes(b"garbage")
     capsys.readouterr()
     assert main(["train", "--resume", str(out), "--steps", "1600"]) == 2
