@@ -50,7 +50,7 @@ class SACConfig:
     buffer_size: int = 1_000_000  # transitions
     learning_starts: int = 5_000  # env steps of uniform random actions first
     utd: float = 0.25  # gradient steps per env step
-    init_alpha: float = 1.0
+    init_alpha: float = 1.0  # the temperature a new policy starts from
     target_entropy: float | None = None  # None: −action size
     her: str = "none"  # none | future | final: hindsight relabelling (goal environments, policies/her.py)
     her_k: int = 4  # relabelled copies per transition
@@ -98,6 +98,7 @@ class SACPolicy(nn.Module):
         hidden: list[int] | None = None,
         activation: str = "relu",
         normalize_obs: bool = True,
+        init_alpha: float = 1.0,
     ):
         super().__init__()
         self.obs_size, self.action_size, self.normalize_obs = obs_size, action_size, normalize_obs
@@ -106,7 +107,8 @@ class SACPolicy(nn.Module):
         self.actor = mlp([obs_size, *self.hidden, 2 * action_size], activation)
         self.critics = TwinQ([obs_size + action_size, *self.hidden, 1], activation)
         self.targets = copy.deepcopy(self.critics).requires_grad_(False)
-        self.log_alpha = nn.Parameter(torch.zeros(()))
+        self.init_alpha = init_alpha
+        self.log_alpha = nn.Parameter(torch.tensor(math.log(init_alpha)))
 
     def init_kwargs(self) -> dict:
         return {
@@ -115,6 +117,7 @@ class SACPolicy(nn.Module):
             "hidden": self.hidden,
             "activation": self.activation,
             "normalize_obs": self.normalize_obs,
+            "init_alpha": self.init_alpha,
         }
 
     @classmethod
@@ -238,9 +241,6 @@ class SAC:
                 {"params": groups["alpha"], "lr": config.alpha_lr},
             ],
         )
-        if policy.log_alpha.item() == 0.0:
-            with torch.no_grad():
-                policy.log_alpha.fill_(math.log(config.init_alpha))
         self.target_entropy = -float(policy.action_size) if config.target_entropy is None else config.target_entropy
         self.buffer = self._buffer(env, seed)
         self.rng = np.random.default_rng(seed)

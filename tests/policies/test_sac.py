@@ -67,8 +67,8 @@ def test_soft_targets_stop_at_terminals_and_the_temperature_tracks_the_entropy()
     """Reward 1 everywhere, γ 0.5: Q → 1 on terminal transitions, → 1/(1−γ) = 2 (minus the entropy term, kept
     small by a tiny α) where the episode goes on."""
     torch.manual_seed(0)
-    policy = SACPolicy(3, 2, [32, 32])
-    cfg = SACConfig(gamma=0.5, tau=0.05, batch_size=128, lr=1e-3, init_alpha=1e-4, alpha_lr=0.0, buffer_size=1000)
+    policy = SACPolicy(3, 2, [32, 32], init_alpha=1e-4)
+    cfg = SACConfig(gamma=0.5, tau=0.05, batch_size=128, lr=1e-3, alpha_lr=0.0, buffer_size=1000)
     sac = SAC(None, policy, cfg)
     rng = np.random.default_rng(0)
     obs = rng.normal(size=(1000, 3)).astype(np.float32)
