@@ -53,7 +53,16 @@ def build_env(
 ) -> VecEnv:
     """The run's env; ``evaluation``: without staggered resets, so every episode may run its full length, and with
     the task's curricula at their final level. A ``gym:ID`` task is a Gymnasium environment (``cfg.env``: its
-    ``gym.make`` keyword arguments)."""
+    ``gym.make`` keyword arguments). ``cfg.pixels``: rendered, frame-stacked images as the observation."""
+    env = _build_env(cfg, n_envs, sim, seed, evaluation)
+    if cfg.pixels:
+        from embody.sims.pixels import PixelEnv
+
+        return PixelEnv(env, cfg.pixels, cfg.frames)
+    return env
+
+
+def _build_env(cfg, n_envs, sim, seed, evaluation):
     if cfg.task.startswith(PREFIX):
         from embody.sims.gymnasium_env import GymnasiumEnv
 

@@ -56,6 +56,8 @@ class TrainConfig:
     eval_episodes: int = 10
     video: bool = True
     init_from: str | None = None  # a run directory whose policy starts this run (fine-tuning; same spec)
+    pixels: int = 0  # > 0: observe rendered images of this size, the last ``frames`` stacked (SAC; sims/pixels.py)
+    frames: int = 3
     env: dict[str, Any] = field(default_factory=dict)  # the task's config (TaskConfig subclass)
     policy: ActorCriticConfig = field(default_factory=ActorCriticConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
@@ -93,6 +95,8 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False) -> dict:
     torch.set_num_threads(cfg.torch_threads)
     if cfg.algo not in ALGOS:
         raise ConfigError(f"unknown algo {cfg.algo!r}; valid: {', '.join(ALGOS)}")
+    if cfg.pixels and cfg.algo != "sac":
+        raise ConfigError("pixels: image observations are learned with --algo sac")
     if cfg.algo == "sac":
         from embody.train_sac import train_sac
 

@@ -33,7 +33,15 @@ def train_sac(cfg, out: Path, resume: bool = False) -> dict:
     policy = (
         ckpt.policy
         if ckpt
-        else SACPolicy(env.observation_size, env.action_size, cfg.sac.hidden, cfg.sac.activation, cfg.sac.normalize_obs)
+        else SACPolicy(
+            env.observation_size,
+            env.action_size,
+            cfg.sac.hidden,
+            cfg.sac.activation,
+            cfg.sac.normalize_obs,
+            cfg.sac.init_alpha,
+            list(env.pixel_shape) if cfg.pixels else None,
+        )
     )
     if not isinstance(policy, SACPolicy):
         raise ValueError(f"{out}: its checkpoint holds a {type(policy).__name__}, not a SACPolicy (algo {cfg.algo})")

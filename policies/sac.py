@@ -85,10 +85,49 @@ class TwinQ(nn.Module):
         return h.squeeze(-1)
 
 
-class SACPolicy(nn.Module):
-    """The tanh-Gaussian actor, twin critics, their targets and log α.
+class PixelEncoder(nn.Module):
+    """DrQ-v2's image encoder: uint8 frames (B, C, H, W) → conv 32×3×3 stride 2, three 32×3×3 stride 1, flatten,
+    a linear trunk to ``features`` with layer norm and tanh. ``shift`` pads by that many pixels and crops back at a
+    random offset per image (DrQ's augmentation), in training batches only."""
 
-    Actor: obs (n, o) → mean and log std (n, a) each; actions tanh(u) in [-1, 1]. Critics: (obs, action) → (n,).
+    def __init__(self, shape: tuple[int, int, int], features: int = 50, shift: int = 4):
+        super().__init__()
+        c, h, w = shape
+        self.shape, self.shift = tuple(shape), shift
+        layers: list[nn.Module] = [nn.Conv2d(c, 32, 3, stride=2), nn.ReLU()]
+        for _ in range(3):
+            layers += [nn.Conv2d(32, 32, 3, stride=1), nn.ReLU()]
+        self.conv = nn.Sequential(*layers, nn.Flatten())
+        with torch.no_grad():
+            flat = self.conv(torch.zeros(1, c, h, w)).shape[-1]
+        self.trunk = nn.Sequential(nn.Linear(flat, features), nn.LayerNorm(features), nn.Tanh())
+
+    def augment(self, x: torch.Tensor) -> torch.Tensor:
+        """Random shifts of up to ``shift`` pixels (replicate padding), one offset per image."""
+        n, _, h, w = x.shape
+        padded = nn.functional.pad(x, (self.shift,) * 4, mode="replicate")
+        dy, dx = (torch.randint(0, 2 * self.shift + 1, (n,), device=x.device) for _ in range(2))
+        rows = (dy[:, None] + torch.arange(h, device=x.device))[:, None, :, None]
+        cols = (dx[:, None] + torch.arange(w, device=x.device))[:, None, None, :]
+        return padded[
+            torch.arange(n, device=x.device)[:, None, None, None],
+            torch.arange(x.shape[1])[None, :, None, None],
+            rows,
+            cols,
+        ]
+
+    def forward(self, obs: torch.Tensor, augment: bool = False) -> torch.Tensor:
+        x = obs.reshape(-1, *self.shape).float() / 255.0 - 0.5
+        return self.trunk(self.conv(self.augment(x) if augment else x))
+
+
+class SACPolicy(nn.Module):
+    """The tanh-Gaussian actor, twin critics, their targets and log α, on features of the observation: the
+    normalized state, or a ``PixelEncoder``'s output for image observations (``pixels``: (C, H, W)), which the
+    critics' loss trains and the actor reads detached (DrQ-v2).
+
+    Actor: features (n, f) → mean and log std (n, a) each; actions tanh(u) in [-1, 1]. Critics: (features,
+    action) → (n,) each. ``act``, ``sample`` and ``q`` take observations (n, o).
     """
 
     def __init__(
@@ -99,13 +138,17 @@ class SACPolicy(nn.Module):
         activation: str = "relu",
         normalize_obs: bool = True,
         init_alpha: float = 1.0,
+        pixels: list[int] | None = None,
     ):
         super().__init__()
-        self.obs_size, self.action_size, self.normalize_obs = obs_size, action_size, normalize_obs
+        self.obs_size, self.action_size, self.pixels = obs_size, action_size, list(pixels) if pixels else None
+        self.normalize_obs = normalize_obs and not pixels
         self.hidden, self.activation = list(hidden or [256, 256]), activation
-        self.obs_norm = Normalizer(obs_size) if normalize_obs else nn.Identity()
-        self.actor = mlp([obs_size, *self.hidden, 2 * action_size], activation)
-        self.critics = TwinQ([obs_size + action_size, *self.hidden, 1], activation)
+        self.obs_norm = Normalizer(obs_size) if self.normalize_obs else nn.Identity()
+        self.encoder = PixelEncoder(tuple(self.pixels)) if self.pixels else None
+        size = 50 if self.pixels else obs_size
+        self.actor = mlp([size, *self.hidden, 2 * action_size], activation)
+        self.critics = TwinQ([size + action_size, *self.hidden, 1], activation)
         self.targets = copy.deepcopy(self.critics).requires_grad_(False)
         self.init_alpha = init_alpha
         self.log_alpha = nn.Parameter(torch.tensor(math.log(init_alpha)))
@@ -118,30 +161,42 @@ class SACPolicy(nn.Module):
             "activation": self.activation,
             "normalize_obs": self.normalize_obs,
             "init_alpha": self.init_alpha,
+            "pixels": self.pixels,
         }
 
     @classmethod
     def from_kwargs(cls, kwargs: dict) -> SACPolicy:
         return cls(**kwargs)
 
-    def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """A reparameterized action (n, a) and its log density (n,) (tanh-corrected)."""
-        mean, log_std = self.actor(self.obs_norm(obs)).chunk(2, -1)
+    def features(self, obs: torch.Tensor, augment: bool = False) -> torch.Tensor:
+        """obs (n, o) → what the actor and critics read (n, f); ``augment``: random shifts of pixels."""
+        return self.encoder(obs, augment) if self.encoder is not None else self.obs_norm(obs)
+
+    def sample_features(self, f: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """A reparameterized action (n, a) and its log density (n,) (tanh-corrected) from features (n, f)."""
+        mean, log_std = self.actor(f).chunk(2, -1)
         std = log_std.clamp(*LOG_STD).exp()
         u = mean + std * torch.randn_like(mean)
         logp = (-0.5 * ((u - mean) / std).pow(2) - std.log() - 0.5 * math.log(2 * math.pi)).sum(-1)
         return torch.tanh(u), logp - (2 * (math.log(2) - u - nn.functional.softplus(-2 * u))).sum(-1)
 
+    def q_features(self, f: torch.Tensor, action: torch.Tensor, target: bool = False):
+        """Both critics' (or target critics') Q (n,) each, from features (n, f)."""
+        return (self.targets if target else self.critics)(torch.cat([f, action], -1)).unbind(0)
+
+    def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.sample_features(self.features(obs))
+
     def q(self, obs: torch.Tensor, action: torch.Tensor, target: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        """Both critics' (or target critics') Q (n,) each."""
-        return (self.targets if target else self.critics)(torch.cat([self.obs_norm(obs), action], -1)).unbind(0)
+        return self.q_features(self.features(obs), action, target)
 
     @torch.no_grad()
     def act(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
         """obs (n, o) → action (n, a) in [-1, 1]: tanh of the mean, or a sample."""
+        f = self.features(obs)
         if deterministic:
-            return torch.tanh(self.actor(self.obs_norm(obs)).chunk(2, -1)[0])
-        return self.sample(obs)[0]
+            return torch.tanh(self.actor(f).chunk(2, -1)[0])
+        return self.sample_features(f)[0]
 
     def reset(self, env_ids: torch.Tensor | None = None) -> None:
         pass
@@ -150,7 +205,7 @@ class SACPolicy(nn.Module):
         """The parameters each loss trains: actor, critics, alpha."""
         return {
             "actor": list(self.actor.parameters()),
-            "critic": list(self.critics.parameters()),
+            "critic": [*self.critics.parameters(), *(self.encoder.parameters() if self.encoder else [])],
             "alpha": [self.log_alpha],
         }
 
@@ -162,17 +217,18 @@ class ReplayBufferError(ValueError):
 
 
 class ReplayBuffer:
-    """A ring of transitions in numpy: obs (C, o), actions (C, a), rewards (C,), next_obs (C, o), terminal (C,)."""
+    """A ring of transitions in numpy: obs (C, o), actions (C, a), rewards (C,), next_obs (C, o), terminal (C,);
+    observations as ``obs_dtype`` (uint8 for pixels: a quarter of the memory, the pages filled as the ring is)."""
 
     KEYS = ("obs", "actions", "rewards", "next_obs", "terminal")
 
-    def __init__(self, capacity: int, obs_size: int, action_size: int):
+    def __init__(self, capacity: int, obs_size: int, action_size: int, obs_dtype=np.float32):
         self.capacity, self.size, self.ptr = capacity, 0, 0
         self.data = {
-            "obs": np.zeros((capacity, obs_size), np.float32),
+            "obs": np.zeros((capacity, obs_size), obs_dtype),
             "actions": np.zeros((capacity, action_size), np.float32),
             "rewards": np.zeros(capacity, np.float32),
-            "next_obs": np.zeros((capacity, obs_size), np.float32),
+            "next_obs": np.zeros((capacity, obs_size), obs_dtype),
             "terminal": np.zeros(capacity, np.float32),
         }
 
@@ -251,8 +307,9 @@ class SAC:
     def _buffer(self, env, seed: int) -> ReplayBuffer:
         """A plain ring, or a HER buffer on a goal environment (``obs_parts`` and ``compute_reward``)."""
         cfg, pol = self.config, self.policy
+        dtype = np.uint8 if pol.pixels else np.float32
         if cfg.her == "none":
-            return ReplayBuffer(cfg.buffer_size, pol.obs_size, pol.action_size)
+            return ReplayBuffer(cfg.buffer_size, pol.obs_size, pol.action_size, dtype)
         from .her import HERBuffer
 
         if not hasattr(env, "compute_reward"):
@@ -281,15 +338,18 @@ class SAC:
         cfg, pol, groups = self.config, self.policy, self.policy.param_groups()
         b = self.buffer.sample(cfg.batch_size, self.rng, self.device)
         alpha = pol.log_alpha.exp().detach()
+        f = pol.features(b["obs"], augment=True)  # the critics' loss trains a pixel encoder through these
         with torch.no_grad():
-            a2, logp2 = pol.sample(b["next_obs"])
-            q_next = torch.minimum(*pol.q(b["next_obs"], a2, target=True)) - alpha * logp2
+            f2 = pol.features(b["next_obs"], augment=True)
+            a2, logp2 = pol.sample_features(f2)
+            q_next = torch.minimum(*pol.q_features(f2, a2, target=True)) - alpha * logp2
             y = b["rewards"] + cfg.gamma * (1 - b["terminal"]) * q_next
-        q1, q2 = pol.q(b["obs"], b["actions"])
+        q1, q2 = pol.q_features(f, b["actions"])
         critic_loss = (q1 - y).pow(2).mean() + (q2 - y).pow(2).mean()
         self._grad_step(critic_loss, groups["critic"])
-        a, logp = pol.sample(b["obs"])
-        actor_loss = (alpha * logp - torch.minimum(*pol.q(b["obs"], a))).mean()
+        f = f.detach()
+        a, logp = pol.sample_features(f)
+        actor_loss = (alpha * logp - torch.minimum(*pol.q_features(f, a))).mean()
         self._grad_step(actor_loss, groups["actor"])
         alpha_loss = -(pol.log_alpha * (logp.detach() + self.target_entropy)).mean()
         self._grad_step(alpha_loss, groups["alpha"])
