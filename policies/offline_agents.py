@@ -15,7 +15,7 @@ Shapes: ``N`` transitions, ``O`` observation size, ``A`` action size, ``n`` envs
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -96,15 +96,17 @@ class Transitions:
 
 
 def agent_config(algo: str, overrides: dict | None = None):
-    """The config of ``algo`` (``AGENTS``) with ``overrides`` (field → value) applied; unknown fields: ValueError."""
+    """The config of ``algo`` (``AGENTS``) with ``overrides`` (field → value) applied; an unknown field or a value
+    of the wrong type raises ``ConfigError`` (a ValueError) naming it."""
     if algo not in AGENTS:
         raise ValueError(f"unknown offline agent {algo!r}; valid: {', '.join(AGENTS)}")
+    from embody.config import ConfigError, apply_overrides
+
     cfg = DecisionTransformerConfig() if algo == "dt" else OfflineRLConfig(algo=algo)
-    overrides = dict(overrides or {})
-    unknown = sorted(set(overrides) - {f.name for f in fields(cfg)} - {"algo"})
-    if unknown:
-        raise ValueError(f"{algo}: unknown setting(s) {', '.join(unknown)}")
-    return replace(cfg, **{k: v for k, v in overrides.items() if k != "algo"})
+    try:  # typed as the config's fields (a list for hidden, a float for lr)
+        return apply_overrides(cfg, {k: v for k, v in (overrides or {}).items() if k != "algo"})
+    except ConfigError as e:
+        raise ConfigError(f"{algo}: {e}") from None
 
 
 def train_agent(

@@ -104,7 +104,7 @@ def test_the_decision_transformer_asks_for_the_best_return_in_its_data(dataset):
 def test_bad_names_and_checkpoints_are_refused(tmp_path):
     with pytest.raises(ValueError, match="unknown offline agent 'sac'; valid: bc, td3bc, iql, cql, dt"):
         agent_config("sac")
-    with pytest.raises(ValueError, match="iql: unknown setting"):
+    with pytest.raises(ValueError, match="iql: unknown config key 'context'"):
         agent_config("iql", {"context": 4})
     assert agent_config("cql", {"steps": 7}).steps == 7 and agent_config("cql").algo == "cql"
     save_model(tmp_path / "traj", TrajectoryMLP(2, 4, 2))
