@@ -13,6 +13,7 @@ BENCHMARKS = {
     "datasets": "embody.benchmarks.datasets",
     "driving": "embody.benchmarks.driving",
     "hardware": "embody.benchmarks.hardware",
+    "her": "embody.benchmarks.her",
     "learning": "embody.benchmarks.learning",
     "offline": "embody.benchmarks.offline",
     "planning": "embody.benchmarks.planning",
