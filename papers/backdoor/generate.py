@@ -18,6 +18,7 @@ import copy
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +40,9 @@ class RefineConfig:
     margin: float = 0.5  # stop once the robustness reaches this [the spec's units]
     seed: int = 0  # the scene's seed (traffic) and the search's
     policy: str = "expert"  # the ego's driver while triggers are generated
-    sim: str = "highway"
+    sim: str = "highway"  # or carla: the same behavior models, on a CARLA server
+    carla: Any = None  # a CarlaConfig (server address, timeout, map) for sim carla
+    carla_module: Any = None  # a stand-in for the carla package (tests: no server here)
 
 
 @dataclass
@@ -69,7 +72,9 @@ def scene(spec: TriggerSpec, base: Scenario, theta: dict[str, float]) -> Scenari
 
 def evaluate(spec: TriggerSpec, base: Scenario, theta: dict[str, float], cfg: RefineConfig) -> tuple[float, Trace]:
     """The robustness of the scene at ``theta`` and its trace."""
-    trace = rollout(scene(spec, base, theta), cfg.seed, cfg.policy, cfg.sim)
+    trace = rollout(
+        scene(spec, base, theta), cfg.seed, cfg.policy, cfg.sim, carla=cfg.carla, carla_module=cfg.carla_module
+    )
     return spec.robustness(trace.signals(spec.actors)), trace
 
 

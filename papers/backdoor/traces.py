@@ -50,13 +50,20 @@ class Trace:
 
 
 def rollout(
-    scenario: Scenario, seed: int, policy: str = "expert", sim: str = "highway", steps: int | None = None
+    scenario: Scenario,
+    seed: int,
+    policy: str = "expert",
+    sim: str = "highway",
+    steps: int | None = None,
+    carla=None,
+    carla_module=None,
 ) -> Trace:
-    """One closed-loop episode of ``scenario`` (its duration, or ``steps`` control steps), the ego driven by
+    """One closed-loop episode of ``scenario`` (its duration, or ``steps`` control steps) in driving backend ``sim``
+    (``carla``: its CarlaConfig; ``carla_module``: a stand-in for the carla package), the ego driven by
     ``policy`` (expert, idle, constant or a run directory), recorded as a Trace."""
     from embody.sims.driving.policies import make_policy
 
-    env = make_driving_sim(sim, scenario)
+    env = make_driving_sim(sim, scenario, carla, carla_module)
     try:
         obs = env.reset(seed)
         driver = make_policy(policy, env)

@@ -230,3 +230,36 @@ def test_an_interrupted_generation_keeps_every_finished_episode_and_a_bad_csv_is
     (bad / "close-cut-in.csv").write_text("actor,t,x\ncutter,0,1\n")
     with pytest.raises(ActorsFileError, match="close-cut-in.csv row 1: missing column"):
         load_library(bad)
+
+
+def test_triggers_refine_on_carla_through_the_same_behavior_models():
+    """Against the CARLA client stand-in (tests/sims/driving/driving_carla_standin.py: the client API over a fake
+    3-lane road), not against a CARLA server, which cannot run here: the cut-in attacker is placed, driven by its
+    behavior model and scored by the same spec."""
+    import sys
+    from pathlib import Path
+
+    from embody.papers.backdoor.generate import RefineConfig, refine
+    from embody.sims.driving import get_scenario
+    from embody.sims.driving.carla import CarlaConfig
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "sims" / "driving"))
+    import driving_carla_standin as standin
+
+    base = get_scenario("cut-in")
+    base.actors, base.traffic.vehicles, base.settings.duration_s = [], 0, 8.0
+    spec = parse_spec(CUT_IN, base.dt)
+    cfg = RefineConfig(
+        population=4,
+        elites=2,
+        iterations=2,
+        margin=0.5,
+        sim="carla",
+        carla=CarlaConfig(timeout_s=1.0),
+        carla_module=standin,
+    )
+    found = refine(spec, base, cfg)
+    assert found.satisfied and found.robustness >= 0.5  # observed 0.70 after 8 episodes
+    ego, cutter = found.trace.states["ego"], found.trace.states["cutter"]
+    assert cutter[0, 0] < ego[0, 0] and cutter[-1, 0] > ego[-1, 0]  # from behind the ego to ahead of it,
+    assert abs(cutter[0, 1] - ego[0, 1]) > 3 and abs(cutter[-1, 1] - ego[-1, 1]) < 1  # and into its lane
