@@ -11,6 +11,7 @@ from pathlib import Path
 
 from embody import exits
 from embody.commands import add_set, any_int, fraction, nonneg_float, nonneg_int, positive_int
+from embody.sims.driving.cli import add_carla_arguments, carla_config
 
 
 def trigger_arguments(p: argparse.ArgumentParser) -> None:
@@ -23,6 +24,8 @@ def trigger_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--iterations", type=positive_int, default=8)
     p.add_argument("--seed", type=any_int, default=0, help="the scene's seed")
     p.add_argument("--slow", action="store_true", help="highway-env's full settings instead of the fast ones")
+    p.add_argument("--sim", choices=("highway", "carla"), default="highway", help="carla: a running CARLA server")
+    add_carla_arguments(p)
 
 
 def run_trigger(args) -> int:
@@ -37,7 +40,15 @@ def run_trigger(args) -> int:
     spec = load_spec(args.spec, base.dt)
     names = {a.name for a in spec.attackers}
     base.actors = [a for a in base.actors if a.name not in names]  # the spec's attackers replace same-named ones
-    cfg = RefineConfig(args.population, max(1, args.population // 4), args.iterations, args.margin, args.seed)
+    cfg = RefineConfig(
+        args.population,
+        max(1, args.population // 4),
+        args.iterations,
+        args.margin,
+        args.seed,
+        sim=args.sim,
+        carla=carla_config(args),
+    )
     trigger = refine(spec, base, cfg, lambda m: print(m, file=sys.stderr))
     out = Path(args.out)
     save_trigger(trigger, spec, out, spec.name)

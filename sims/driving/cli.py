@@ -48,11 +48,31 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     add_set(p, "the scenario", "traffic.vehicles=10 or settings.duration_s=10")
     p.add_argument("--out", metavar="DIR", help="write DIR/metrics.json (and with --video DIR/episode0.mp4)")
     p.add_argument("--video", action="store_true", help="record the first episode's bird's-eye view (needs --out)")
+    add_carla_arguments(p)
+
+
+def add_carla_arguments(p: argparse.ArgumentParser) -> None:
+    """``--carla-host/-port/-timeout/-town/-spawn``: where a CARLA server is, for every command with ``--sim carla``."""
     p.add_argument("--carla-host", default="127.0.0.1")
     p.add_argument("--carla-port", type=positive_int, default=2000)
     p.add_argument("--carla-timeout", type=positive_float, default=10.0, help="seconds to wait for the server")
     p.add_argument("--carla-town", default="", help="load this map first (e.g. Town04); default: the current one")
     p.add_argument("--carla-spawn", type=nonneg_int, default=0, help="map spawn point whose road the scenario uses")
+
+
+def carla_config(args):
+    """The CarlaConfig of ``add_carla_arguments``' flags, or None unless ``args.sim`` is carla."""
+    if args.sim != "carla":
+        return None
+    from .carla import CarlaConfig
+
+    return CarlaConfig(
+        host=args.carla_host,
+        port=args.carla_port,
+        timeout_s=args.carla_timeout,
+        town=args.carla_town,
+        spawn_index=args.carla_spawn,
+    )
 
 
 def _say(*parts) -> None:
@@ -77,17 +97,7 @@ def _drive(args) -> int:
         scenario = scenario.with_scripted(load_actors_csv(args.actors))
     if args.video and not args.out:
         raise DrivingError("--video needs --out DIR (the video goes to DIR/episode0.mp4)")
-    carla = None
-    if args.sim == "carla":
-        from .carla import CarlaConfig
-
-        carla = CarlaConfig(
-            host=args.carla_host,
-            port=args.carla_port,
-            timeout_s=args.carla_timeout,
-            town=args.carla_town,
-            spawn_index=args.carla_spawn,
-        )
+    carla = carla_config(args)
     out = Path(args.out) if args.out else None
     video = str(out / "episode0.mp4") if args.video else None
     job = EpisodeJob(
