@@ -47,21 +47,29 @@ class HERBuffer(ReplayBuffer):
         self.achieved, self.desired = (slice(*layout[k]) for k in ("achieved_goal", "desired_goal"))
         self.compute_reward, self.strategy, self.k = compute_reward, strategy, k
         self.rng = np.random.default_rng(seed)
-        self.pending: list[list[dict]] = [[] for _ in range(n_envs)]
+        self.n_envs = n_envs
+        # each env's unfinished episode, time-major (T, n, ...); T doubles when an episode outgrows it
+        self.pending = {k: np.zeros((0, n_envs, *v.shape[1:]), v.dtype) for k, v in self.data.items()}
+        self.lengths = np.zeros(n_envs, np.int64)  # steps of each env's unfinished episode
 
     def add_step(self, done: np.ndarray, **rows: np.ndarray) -> None:
-        """One vector step: rows of every key (n, ...); ``done`` (n,) marks envs whose episode ended with it."""
-        for i in range(len(done)):
-            self.pending[i].append({k: v[i] for k, v in rows.items()})
-            if done[i]:
-                self._store(self.pending[i])
-                self.pending[i] = []
-
-    def _store(self, episode: list[dict]) -> None:
-        ep = {k: np.stack([step[k] for step in episode]) for k in self.KEYS}
-        self.add(**ep)
-        if self.k:
-            self.add(**self.relabel(ep))
+        """One vector step: rows of every key (n, ...); ``done`` (n,) marks envs whose episode ended with it. The
+        step is written for all envs at once; only the envs that finished are visited."""
+        if self.lengths.max() >= len(self.pending["obs"]):
+            grow = max(len(self.pending["obs"]), 64)
+            self.pending = {
+                k: np.concatenate([v, np.zeros_like(v, shape=(grow, *v.shape[1:]))]) for k, v in self.pending.items()
+            }
+        envs = np.arange(self.n_envs)
+        for k, v in rows.items():
+            self.pending[k][self.lengths, envs] = v
+        self.lengths += 1
+        for i in np.flatnonzero(done):
+            episode = {k: v[: self.lengths[i], i].copy() for k, v in self.pending.items()}
+            self.add(**episode)
+            if self.k:
+                self.add(**self.relabel(episode))
+            self.lengths[i] = 0
 
     def relabel(self, ep: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """``k`` copies of the episode's T transitions with achieved goals as desired ones, rewards recomputed."""

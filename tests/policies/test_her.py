@@ -34,7 +34,7 @@ def test_episodes_enter_whole_with_goals_they_achieved(strategy):
     rows = list(episode_rows(0, 5))
     for i, r in enumerate(rows):
         buf.add_step(np.array([i == 4]), **r)
-    assert buf.size == 5 + 15 and not buf.pending[0]  # the episode, then 3 relabelled copies of each step
+    assert buf.size == 5 + 15 and buf.lengths[0] == 0  # the episode, then 3 relabelled copies of each step
     real, relabelled = {k: v[:5] for k, v in buf.data.items()}, {k: v[5:20] for k, v in buf.data.items()}
     assert (real["obs"][:, 2] == 99).all() and (real["rewards"] == -1).all()
     t = relabelled["obs"][:, 0].astype(int)  # the step each copy is of
@@ -55,7 +55,7 @@ def test_envs_keep_their_own_episodes_and_bad_layouts_are_refused():
         rows = {k: np.concatenate([a[i][k], b[min(i, 1)][k]]) for k in a[i]}
         buf.add_step(np.array([i == 2, i == 1]), **rows)
     assert buf.size == 5 and sorted(buf.data["obs"][:5, 1].tolist()) == [0, 1, 2, 10, 11]
-    assert len(buf.pending[1]) == 1  # env 1's next episode has begun
+    assert buf.lengths[1] == 1  # env 1's next episode has begun
     with pytest.raises(ValueError, match="no achieved_goal, desired_goal"):
         HERBuffer(10, 3, 2, 1, {"obs": (0, 3)}, reached)
     with pytest.raises(ValueError, match="unknown HER strategy 'past'"):
