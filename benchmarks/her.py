@@ -15,6 +15,8 @@ import time
 
 import numpy as np
 
+from .sac import embody_config, sb3_kwargs
+
 
 def settings(args, task: str) -> dict:
     return {
@@ -38,24 +40,12 @@ def run_ours(s: dict, seed: int) -> dict:
     import torch
 
     from embody.policies.evaluate import evaluate
-    from embody.policies.sac import SAC, SACConfig, SACPolicy
+    from embody.policies.sac import SAC, SACPolicy
     from embody.sims.gymnasium_env import GymnasiumEnv
 
     torch.manual_seed(seed)
     env, probe = GymnasiumEnv(s["task"], s["envs"], seed), GymnasiumEnv(s["task"], 1, seed + 1000)
-    cfg = SACConfig(
-        hidden=s["hidden"],
-        batch_size=s["batch_size"],
-        lr=s["lr"],
-        alpha_lr=s["lr"],
-        gamma=s["gamma"],
-        tau=s["tau"],
-        learning_starts=s["learning_starts"],
-        utd=s["utd"],
-        buffer_size=s["steps"] * 5,
-        her="future",
-        her_k=s["her_k"],
-    )
+    cfg = embody_config(s, buffer_size=s["steps"] * (1 + s["her_k"]), her="future", her_k=s["her_k"])
     sac = SAC(env, SACPolicy(env.observation_size, env.action_size, s["hidden"]), cfg, seed=seed)
     curve, returns, losses, start = [], [], [], time.perf_counter()
     while sac.env_steps < s["steps"]:
@@ -83,20 +73,12 @@ def run_sb3(s: dict, seed: int) -> dict:
     model = SAC(
         "MultiInputPolicy",
         venv,
-        learning_rate=s["lr"],
+        **sb3_kwargs(s, seed),
         buffer_size=s["steps"],
-        batch_size=s["batch_size"],
-        learning_starts=s["learning_starts"],
-        tau=s["tau"],
-        gamma=s["gamma"],
-        train_freq=1,
-        gradient_steps=max(1, round(s["utd"] * s["envs"])),
         replay_buffer_class=HerReplayBuffer,
         replay_buffer_kwargs={"n_sampled_goal": s["her_k"], "goal_selection_strategy": "future"},
-        policy_kwargs={"net_arch": s["hidden"]},
-        seed=seed,
-        device="cpu",
     )
+
     curve: list[tuple[int, float]] = []
 
     def success() -> float:

@@ -34,6 +34,32 @@ def settings(args) -> dict:
     }
 
 
+def embody_config(s: dict, **extra):
+    """embody's SACConfig matched to the bench settings ``s`` (also ``embody bench her``'s)."""
+    from embody.policies.sac import SACConfig
+
+    keys = ("hidden", "batch_size", "lr", "gamma", "tau", "learning_starts", "utd")
+    return SACConfig(**{k: s[k] for k in keys}, alpha_lr=s["lr"], **extra)
+
+
+def sb3_kwargs(s: dict, seed: int) -> dict:
+    """Stable-Baselines3 SAC's keyword arguments matched to ``s``: one vector step per train call, ``utd · envs``
+    gradient steps, the automatic temperature."""
+    return {
+        "learning_rate": s["lr"],
+        "learning_starts": s["learning_starts"],
+        "batch_size": s["batch_size"],
+        "tau": s["tau"],
+        "gamma": s["gamma"],
+        "train_freq": 1,
+        "gradient_steps": max(1, round(s["utd"] * s["envs"])),
+        "ent_coef": "auto",
+        "seed": seed,
+        "device": "cpu",
+        "policy_kwargs": {"net_arch": s["hidden"]},
+    }
+
+
 def _returns_by_fifth(points: list[tuple[int, float]], steps: int) -> list[float]:
     """Mean return of the episodes that ended in each fifth of the budget ((env steps, return) pairs)."""
     out = []
@@ -47,26 +73,15 @@ def _returns_by_fifth(points: list[tuple[int, float]], steps: int) -> list[float
 def run_ours(s: dict) -> dict:
     import torch
 
-    from embody.policies.sac import SAC, SACConfig, SACPolicy
+    from embody.policies.sac import SAC, SACPolicy
     from embody.runs import build_env
     from embody.train import resolve_config
 
     torch.manual_seed(s["seed"])
     cfg = resolve_config(s["task"], n_envs=s["envs"], seed=s["seed"])
     env = build_env(cfg)
-    sc = SACConfig(
-        hidden=s["hidden"],
-        batch_size=s["batch_size"],
-        lr=s["lr"],
-        alpha_lr=s["lr"],
-        gamma=s["gamma"],
-        tau=s["tau"],
-        learning_starts=s["learning_starts"],
-        utd=s["utd"],
-        buffer_size=s["steps"],
-    )
     policy = SACPolicy(env.observation_size, env.action_size, s["hidden"], normalize_obs=False)  # as SB3: raw
-    sac = SAC(env, policy, sc, seed=s["seed"])
+    sac = SAC(env, policy, embody_config(s, buffer_size=s["steps"]), seed=s["seed"])
     points, returns, losses = [], [], []
     start = time.perf_counter()
     while sac.env_steps < s["steps"]:
@@ -92,22 +107,8 @@ def run_sb3(s: dict) -> dict:
     cfg = resolve_config(s["task"], n_envs=1, seed=s["seed"])
     EmbodyGymEnv = _gym_env_class()
     venv = DummyVecEnv([lambda i=i: Monitor(EmbodyGymEnv(cfg, seed=s["seed"] + i)) for i in range(s["envs"])])
-    model = SAC(
-        "MlpPolicy",
-        venv,
-        learning_rate=s["lr"],
-        buffer_size=s["steps"],
-        learning_starts=s["learning_starts"],
-        batch_size=s["batch_size"],
-        tau=s["tau"],
-        gamma=s["gamma"],
-        train_freq=1,
-        gradient_steps=max(1, round(s["utd"] * s["envs"])),
-        ent_coef="auto",
-        seed=s["seed"],
-        device="cpu",
-        policy_kwargs={"net_arch": s["hidden"]},
-    )
+    model = SAC("MlpPolicy", venv, **sb3_kwargs(s, s["seed"]), buffer_size=s["steps"])
+
     points: list[tuple[int, float]] = []
 
     class Watch(BaseCallback):
