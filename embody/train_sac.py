@@ -54,7 +54,7 @@ def train_sac(cfg, out: Path, resume: bool = False) -> dict:
     log = MetricsLog(out)
     progress = Progress(cfg.steps, label=f"train {cfg.task} (sac)", max_time_s=max(cfg.max_time_s - time_offset, 0))
     progress.update(sac.env_steps, force=True)
-    rows = 0
+    logged: list[dict] = []  # this call's metrics rows
 
     def save(time_s: float) -> None:
         meta = {"env_steps": sac.env_steps, "updates": sac.updates, "time_s": time_s, "config": to_dict(cfg)}
@@ -62,17 +62,16 @@ def train_sac(cfg, out: Path, resume: bool = False) -> dict:
         sac.buffer.save(out / REPLAY)
 
     def on_log(row: dict) -> bool:
-        nonlocal rows
         row["time_s"] += time_offset
         log.append(row)
+        logged.append(row)
         progress.update(row["env_steps"], ret=row["episode_return"], alpha=row["alpha"])
-        rows += 1
-        if rows % cfg.checkpoint_every == 0:
+        if len(logged) % cfg.checkpoint_every == 0:
             save(row["time_s"])
         return cfg.max_time_s > 0 and row["time_s"] >= cfg.max_time_s
 
-    last = {}
-    sac.learn(cfg.steps, lambda row: on_log(last.update(row) or row))
+    sac.learn(cfg.steps, on_log)
+    last = logged[-1] if logged else {}
     progress.close(ret=last.get("episode_return", float("nan")))
     save(last.get("time_s", time_offset))
     plot_learning_curve(out, log.rows(), env.task.max_episode_return)

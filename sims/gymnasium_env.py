@@ -121,7 +121,7 @@ class GymnasiumEnv:
         size = max(stop for _, stop in self.layout.values())
         self.task = GymnasiumTask(PREFIX + env_id, size, int(np.prod(single.shape)), obs_parts=self.layout)
         self.observation_size, self.action_size, self.privileged_size = size, self.task.action_size, 0
-        self.dt = 1.0 / self.vec.metadata.get("render_fps", 0) if self.vec.metadata.get("render_fps") else 0.05
+        self.dt = 1.0 / (self.vec.metadata.get("render_fps") or 20)  # the video's frame period [s]
         self._returns, self._lengths, self._seeded = np.zeros(n_envs), np.zeros(n_envs, np.int64), False
 
     def flat(self, obs) -> np.ndarray:
