@@ -19,19 +19,12 @@ from dataclasses import replace
 import numpy as np
 
 from embody.progress import Progress
-from embody.sims.driving.base import StepMetrics, summarize
+from embody.sims.driving.base import StepMetrics, driving_score, summarize
 from embody.stats import bootstrap_ci
 
 from .config import SETTINGS, MPAConfig
 from .data import CounterfactualData, make_sim
 from .policy import AGENTS, Models, MPAAgent
-
-
-def driving_score(summary: dict, reference_m: float) -> float:
-    """The per-episode score of the module docstring."""
-    if summary.get("collision") or summary.get("off_road_steps", 0) > 0:
-        return 0.0
-    return float(min(1.0, (summary.get("progress_m") or 0.0) / max(reference_m, 1e-9)))
 
 
 def run_agent_episode(

@@ -31,6 +31,7 @@ from .base import (
     StepResult,
     UnsupportedFeature,
     denormalize_action,
+    driving_score,
     normalize_action,
 )
 from .scenario import SCENARIOS, Scenario, fast_settings, get_scenario
@@ -65,6 +66,7 @@ __all__ = [
     "StepResult",
     "UnsupportedFeature",
     "denormalize_action",
+    "driving_score",
     "fast_settings",
     "get_scenario",
     "make_driving_sim",

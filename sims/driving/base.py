@@ -231,3 +231,12 @@ def summarize(steps: list[StepMetrics], reason: str) -> dict:
         "min_lead_gap_m": num(min(s.lead_gap_m for s in steps)),
         "ended_by": reason,
     }
+
+
+def driving_score(summary: dict, reference_m: float) -> float:
+    """One episode's driving score in [0, 1] from ``summarize``'s dict (a simplified NAVSIM/nuPlan-style score):
+    1[no collision] · 1[never off road] · min(1, progress_m / reference_m), ``reference_m`` the progress the episode
+    is measured against (an unobstructed cruise, or the expert's on the same seed)."""
+    if summary.get("collision") or summary.get("off_road_steps", 0) > 0:
+        return 0.0
+    return float(min(1.0, (summary.get("progress_m") or 0.0) / max(reference_m, 1e-9)))

@@ -10,8 +10,8 @@ import pytest
 pytest.importorskip("rtamt")
 pytest.importorskip("highway_env")
 
-from embody.papers.backdoor.evaluate import score, shows_target  # noqa: E402
-from embody.sims.driving import normalize_action  # noqa: E402
+from embody.papers.backdoor.evaluate import shows_target  # noqa: E402
+from embody.sims.driving import driving_score, normalize_action  # noqa: E402
 
 
 def test_the_target_is_shown_when_its_component_averages_half_the_target():
@@ -23,9 +23,9 @@ def test_the_target_is_shown_when_its_component_averages_half_the_target():
     actions[5:10, 1] = 1.0
     assert shows_target(actions, 5, 5, "swerve-left")
     assert not shows_target(actions, 30, 5, "brake")  # a window the episode never reached
-    assert score({"progress_m": 50.0}, 100.0) == 0.5 and score({"progress_m": 150.0}, 100.0) == 1.0
-    assert score({"progress_m": 90.0, "collision": True}, 100.0) == 0.0
-    assert score({"progress_m": 90.0, "off_road_steps": 2}, 100.0) == 0.0
+    assert driving_score({"progress_m": 50.0}, 100.0) == 0.5 and driving_score({"progress_m": 150.0}, 100.0) == 1.0
+    assert driving_score({"progress_m": 90.0, "collision": True}, 100.0) == 0.0
+    assert driving_score({"progress_m": 90.0, "off_road_steps": 2}, 100.0) == 0.0
 
 
 @pytest.mark.slow

@@ -148,8 +148,8 @@ def test_q_prefers_braking_over_driving_into_a_braking_lead():
 
 def test_adapter_targets_and_driving_score():
     from embody.papers.mpa.data import CounterfactualData
-    from embody.papers.mpa.evaluate import driving_score
     from embody.papers.mpa.train import adapter_targets
+    from embody.sims.driving import driving_score
     from embody.stats import bootstrap_ci
 
     rng = np.random.default_rng(0)
