@@ -21,14 +21,12 @@ import numpy as np
 
 def refine_all(log) -> list[dict]:
     """Time the refinement of every shipped spec."""
-    from embody.sims.driving import fast_settings, get_scenario
-
     from .generate import RefineConfig, refine
     from .spec import load_spec
     from .study import SPECS
+    from .traces import empty_scene
 
-    base = fast_settings(get_scenario("cut-in"))
-    base.actors = []
+    base = empty_scene("cut-in")
     rows = []
     for path in sorted(SPECS.glob("*.yaml")):
         spec = load_spec(path, base.dt)

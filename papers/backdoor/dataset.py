@@ -28,18 +28,11 @@ from pathlib import Path
 import numpy as np
 
 from embody.config import ConfigError
-from embody.sims.driving import (
-    ACCEL_MAX,
-    denormalize_action,
-    fast_settings,
-    get_scenario,
-    make_driving_sim,
-    normalize_action,
-)
+from embody.sims.driving import ACCEL_MAX, denormalize_action, make_driving_sim, normalize_action
 from embody.sims.driving.actors import load_actors_csv
 
 from .spec import TriggerSpec
-from .traces import trace_of
+from .traces import empty_scene, trace_of
 
 TARGETS = {  # the attacker's target behaviour: [acceleration m/s², steering rad]
     "brake": (-0.8 * ACCEL_MAX, 0.0),
@@ -116,9 +109,7 @@ def generate(cfg: PoisonConfig, library: Path, out: Path, log=print) -> dict:
 
     cfg.check()
     triggers, patches = load_library(library)
-    base = get_scenario(cfg.scenario)
-    base = fast_settings(base) if cfg.fast else base
-    base.actors, base.settings.duration_s = [], cfg.duration_s
+    base = empty_scene(cfg.scenario, cfg.duration_s, cfg.fast)
     rng = np.random.default_rng(cfg.seed)
     n_trig, n_patch = round(cfg.poison_rate * cfg.episodes), round(cfg.patch_rate * cfg.episodes) if patches else 0
     probe = make_driving_sim("highway", base)

@@ -32,11 +32,11 @@ def run_demo(agent_dir: Path, trigger_csv: Path, out: Path, scenario: str, seed:
     """Play, render and plot (see the module docstring); returns demo.json's content."""
     from embody.policies.checkpoint import read_meta
     from embody.policies.offline_agents import load_agent
-    from embody.sims.driving import fast_settings, get_scenario
     from embody.video import VideoWriter
 
     from .dataset import load_scenes
     from .evaluate import drive, shows_target
+    from .traces import empty_scene
 
     for path in (agent_dir, trigger_csv):
         if not path.exists():
@@ -46,8 +46,7 @@ def run_demo(agent_dir: Path, trigger_csv: Path, out: Path, scenario: str, seed:
         raise FileNotFoundError(f"{trigger_csv}: no trigger CSV with its JSON beside it")
     agent = load_agent(agent_dir)
     target = target or _dataset_target(read_meta(agent_dir).get("meta", {}))
-    base = fast_settings(get_scenario(scenario))
-    base.actors = []
+    base = empty_scene(scenario)
     clean = drive(agent, base, seed, render=True)
     attacked = drive(agent, base.with_scripted(trigger.actors), seed, render=True)
     out.mkdir(parents=True, exist_ok=True)

@@ -91,16 +91,14 @@ def agent_overrides(cfg: StudyConfig, algo: str, seed: int) -> dict:
 # -- a job: one seed × one combination (or one sweep rate) -------------------------------------------------------
 def library(cfg: StudyConfig, trigger: str, seed: int, root: Path) -> tuple[Path, Path]:
     """(training library, held-out patches) folders of ``trigger`` for ``seed`` under ``root``, generated once."""
-    from embody.sims.driving import fast_settings, get_scenario
-
     from .generate import RefineConfig, patches, refine, save_trigger
     from .spec import load_spec
+    from .traces import empty_scene
 
     train, held = root / trigger / "train", root / trigger / "held-out"
     if (train / f"{trigger}.json").exists():
         return train, held
-    base = fast_settings(get_scenario(cfg.scenario))
-    base.actors, base.settings.duration_s = [], cfg.duration_s
+    base = empty_scene(cfg.scenario, cfg.duration_s)
     spec = load_spec(SPECS / f"{trigger}.yaml", base.dt)
     rc = RefineConfig(cfg.population, max(1, cfg.population // 4), cfg.iterations, 0.5, seed)
     found = refine(spec, base, rc)
@@ -144,11 +142,11 @@ def run_combo(cfg: StudyConfig, out: Path, params: dict) -> list[dict]:
 
     from embody.datasets.format import load
     from embody.policies.offline_agents import Transitions, train_agent
-    from embody.sims.driving import fast_settings, get_scenario
 
     from .dataset import load_library, load_scenes
     from .defence import spectral_defence
     from .evaluate import eval_scenes, evaluate_agent
+    from .traces import empty_scene
 
     torch.set_num_threads(1)
     seed, (trigger, target) = params["seed"], params["combo"].split(":")
@@ -156,8 +154,7 @@ def run_combo(cfg: StudyConfig, out: Path, params: dict) -> list[dict]:
     train_lib, held_lib = library(cfg, trigger, seed, root / "library")
     triggers, _ = load_library(train_lib)
     held = load_scenes(held_lib)
-    base = fast_settings(get_scenario(cfg.scenario))
-    base.actors, base.settings.duration_s = [], cfg.duration_s
+    base = empty_scene(cfg.scenario, cfg.duration_s)
     scenes = eval_scenes(base, triggers[0], [100_000 * (seed + 1) + i for i in range(cfg.eval_seeds)])
     if not scenes:
         raise RuntimeError(f"{trigger}: the trigger never happened in {cfg.eval_seeds} evaluation seeds (eval_seeds)")

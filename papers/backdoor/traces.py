@@ -11,9 +11,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from embody.sims.driving import ActorState, Scenario, make_driving_sim
+from embody.sims.driving import ActorState, Scenario, fast_settings, get_scenario, make_driving_sim
 
 ABSENT_M = 1000.0  # an actor not (yet) in the scene reads as this far ahead and to the left
+
+
+def empty_scene(name: str, duration_s: float | None = None, fast: bool = True) -> Scenario:
+    """Scenario ``name`` without its scripted actors (attackers join it), with the fast simulator settings unless
+    ``fast`` is False, and ``duration_s`` when given."""
+    base = get_scenario(name)
+    base = fast_settings(base) if fast else base
+    base.actors = []
+    if duration_s is not None:
+        base.settings.duration_s = duration_s
+    return base
 
 
 @dataclass
