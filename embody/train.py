@@ -13,6 +13,7 @@ import torch
 from embody.config import ConfigError, apply_override, apply_overrides, from_dict, load_yaml, to_dict
 from embody.policies.actor_critic import ActorCritic, ActorCriticConfig
 from embody.policies.ppo import PPO, PPOConfig
+from embody.policies.preference import PreferenceConfig
 from embody.policies.sac import SACConfig
 from embody.progress import Progress
 from embody.runs import (  # noqa: F401  (build_env .. record_video: re-exported, their home was here)
@@ -62,6 +63,7 @@ class TrainConfig:
     policy: ActorCriticConfig = field(default_factory=ActorCriticConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
     sac: SACConfig = field(default_factory=SACConfig)
+    preference: PreferenceConfig = field(default_factory=PreferenceConfig)  # SAC on a learned reward (PEBBLE)
 
 
 def resolve_config(task: str, file: str | None = None, overrides: list[str] = (), **flags) -> TrainConfig:
@@ -97,6 +99,8 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False) -> dict:
         raise ConfigError(f"unknown algo {cfg.algo!r}; valid: {', '.join(ALGOS)}")
     if cfg.pixels and cfg.algo != "sac":
         raise ConfigError("pixels: image observations are learned with --algo sac")
+    if cfg.preference.teacher != "none" and (cfg.algo != "sac" or cfg.pixels or cfg.sac.her != "none"):
+        raise ConfigError("preference: a learned reward trains with --algo sac on state observations, without HER")
     if cfg.algo == "sac":
         from embody.train_sac import train_sac
 

@@ -1,12 +1,19 @@
 """``embody train TASK --algo sac``: SAC (``embody.policies.sac``) into the same run directory as PPO, plus
 ``RUN/replay.safetensors`` (the replay buffer, saved with every checkpoint) so that ``--resume`` continues with
-the data it had."""
+the data it had. With ``preference.teacher`` (or a ``teacher`` passed in), the reward is learned from preferences
+(``embody.policies.preference``): ``RUN/reward_model/`` (an embody checkpoint) and ``RUN/preferences.safetensors``
+(the labelled pairs) are saved beside, and resume with the run; the recent history queries are drawn from does
+not (it refills)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from embody.config import to_dict
+import torch
+
+from embody.config import ConfigError, to_dict
+from embody.policies.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from embody.policies.preference import PreferenceDataset, PreferenceLearner, RewardModel, ScriptedTeacher, Teacher
 from embody.policies.sac import SAC, SACPolicy
 from embody.progress import Progress
 from embody.runs import (
@@ -19,11 +26,12 @@ from embody.runs import (
     start_run,
 )
 
-REPLAY = "replay.safetensors"
+REPLAY, REWARD_MODEL, PREFERENCES = "replay.safetensors", "reward_model", "preferences.safetensors"
 
 
-def train_sac(cfg, out: Path, resume: bool = False) -> dict:
-    """Train, checkpoint (policy, optimizer and replay buffer), evaluate and record a video into ``out``."""
+def train_sac(cfg, out: Path, resume: bool = False, teacher: Teacher | None = None) -> dict:
+    """Train, checkpoint (policy, optimizer and replay buffer), evaluate and record a video into ``out``;
+    ``teacher`` answers preference queries (else ``preference.teacher`` names one)."""
     from embody.train import finish_run
 
     env = build_env(cfg)
@@ -51,6 +59,10 @@ def train_sac(cfg, out: Path, resume: bool = False) -> dict:
         sac.optimizer.load_state_dict(ckpt.optimizer_state)
         sac.env_steps, sac.updates, time_offset = (ckpt.meta[k] for k in ("env_steps", "updates", "time_s"))
         sac.buffer.restore(out / REPLAY)
+    if teacher is not None or cfg.preference.teacher != "none":
+        sac.reward_learner = preference_learner(cfg, env, teacher)
+        if ckpt:
+            restore_preferences(sac.reward_learner, out, spec)
     log = MetricsLog(out)
     progress = Progress(cfg.steps, label=f"train {cfg.task} (sac)", max_time_s=max(cfg.max_time_s - time_offset, 0))
     progress.update(sac.env_steps, force=True)
@@ -60,6 +72,8 @@ def train_sac(cfg, out: Path, resume: bool = False) -> dict:
         meta = {"env_steps": sac.env_steps, "updates": sac.updates, "time_s": time_s, "config": to_dict(cfg)}
         save_run_checkpoint(out, policy, spec, meta, sac.optimizer)
         sac.buffer.save(out / REPLAY)
+        if sac.reward_learner is not None:
+            save_preferences(sac.reward_learner, out, spec)
 
     def on_log(row: dict) -> bool:
         row["time_s"] += time_offset
@@ -77,3 +91,33 @@ def train_sac(cfg, out: Path, resume: bool = False) -> dict:
     plot_learning_curve(out, log.rows(), env.task.max_episode_return)
     env.close()
     return finish_run(out, cfg)
+
+
+def preference_learner(cfg, env, teacher: Teacher | None) -> PreferenceLearner:
+    """The run's PEBBLE learner with ``teacher``, or the one ``preference.teacher`` names."""
+    c = cfg.preference
+    if teacher is None:
+        if c.teacher != "scripted":
+            raise ConfigError(f"unknown preference.teacher {c.teacher!r}; valid: none, scripted")
+        teacher = ScriptedTeacher.from_config(c, cfg.seed)
+    return PreferenceLearner(c, teacher, env.observation_size, env.action_size, env.n_envs, cfg.seed)
+
+
+def save_preferences(learner: PreferenceLearner, out: Path, spec: dict) -> None:
+    """The reward model (with its optimizer and the learner's counters) and the labelled pairs."""
+    state = {"queries": learner.queries, "sessions": learner.sessions, "next_session": learner.next_session}
+    save_checkpoint(out / REWARD_MODEL, learner.model, spec, {"learner": state}, learner.optimizer)
+    learner.dataset.save(out / PREFERENCES)
+
+
+def restore_preferences(learner: PreferenceLearner, out: Path, spec: dict) -> None:
+    """What ``save_preferences`` wrote; a model for another task or a damaged file is one error naming it."""
+    ckpt = load_checkpoint(out / REWARD_MODEL, expect_spec=spec)
+    if not isinstance(ckpt.policy, RewardModel):
+        raise CheckpointError(f"{out / REWARD_MODEL}: holds a {type(ckpt.policy).__name__}, not a RewardModel")
+    learner.model = ckpt.policy
+    learner.optimizer = torch.optim.Adam(learner.model.parameters(), lr=learner.config.lr)
+    learner.optimizer.load_state_dict(ckpt.optimizer_state)
+    for key, value in ckpt.meta["learner"].items():
+        setattr(learner, key, value)
+    learner.dataset = PreferenceDataset.load(out / PREFERENCES, learner.model.obs_size, learner.model.action_size)

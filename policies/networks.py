@@ -53,3 +53,30 @@ class Normalizer(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x (..., size) → ``(x - mean) / sqrt(var + eps)``, clipped to ±``clip``."""
         return ((x - self.mean) / torch.sqrt(self.var + self.eps)).clamp(-self.clip, self.clip)
+
+
+class EnsembleMLP(nn.Module):
+    """``members`` MLPs of ``sizes`` evaluated as one batched network: (B, in) → (members, B) (a last size of 1
+    squeezed). Layer weights (members, in, out) run through one ``baddbmm`` per layer, so the ensemble costs one
+    forward and one backward pass (SAC's twin critics, a preference reward ensemble)."""
+
+    def __init__(self, sizes: list[int], members: int, activation: str = "relu"):
+        super().__init__()
+        self.sizes, self.members, self.activation = list(sizes), members, activation
+        self.weights = nn.ParameterList()
+        self.biases = nn.ParameterList()
+        for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+            w = torch.empty(members, b, a)
+            for k in range(members):  # as ``mlp``: orthogonal, gain √2 inside and 1 on the output layer
+                nn.init.orthogonal_(w[k], 1.0 if i == len(sizes) - 2 else 2**0.5)
+            self.weights.append(nn.Parameter(w.transpose(1, 2).contiguous()))
+            self.biases.append(nn.Parameter(torch.zeros(members, 1, b)))
+        self.act = ACTIVATIONS[activation]()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x.expand(self.members, *x.shape)
+        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
+            h = torch.baddbmm(b, h, w)
+            if i < len(self.weights) - 1:
+                h = self.act(h)
+        return h.squeeze(-1)

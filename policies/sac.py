@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -30,7 +31,7 @@ from torch import nn
 
 from embody import exits
 
-from .networks import Normalizer, mlp
+from .networks import EnsembleMLP, Normalizer, mlp
 
 LOG_STD = (-5.0, 2.0)
 LOSSES = ("critic_loss", "actor_loss", "alpha", "q_mean")  # every metrics row has them (nan before learning)
@@ -56,33 +57,6 @@ class SACConfig:
     her_k: int = 4  # relabelled copies per transition
     normalize_obs: bool = True  # running mean/std of the observations collected (in the policy, saved with it)
     log_every: int = 5_000  # env steps between metrics rows (and checkpoints)
-
-
-class TwinQ(nn.Module):
-    """Two MLP critics evaluated as one batched network: (B, in) → (2, B). Layer weights (2, in, out) run through
-    one ``baddbmm`` per layer, so both critics cost one forward and one backward pass."""
-
-    def __init__(self, sizes: list[int], activation: str = "relu"):
-        super().__init__()
-        from .networks import ACTIVATIONS
-
-        self.weights = nn.ParameterList()
-        self.biases = nn.ParameterList()
-        for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
-            w = torch.empty(2, b, a)
-            for k in range(2):  # as ``mlp``: orthogonal, gain √2 inside and 1 on the output layer
-                nn.init.orthogonal_(w[k], 1.0 if i == len(sizes) - 2 else 2**0.5)
-            self.weights.append(nn.Parameter(w.transpose(1, 2).contiguous()))
-            self.biases.append(nn.Parameter(torch.zeros(2, 1, b)))
-        self.act = ACTIVATIONS[activation]()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = x.expand(2, *x.shape)
-        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
-            h = torch.baddbmm(b, h, w)
-            if i < len(self.weights) - 1:
-                h = self.act(h)
-        return h.squeeze(-1)
 
 
 class PixelEncoder(nn.Module):
@@ -148,7 +122,7 @@ class SACPolicy(nn.Module):
         self.encoder = PixelEncoder(tuple(self.pixels)) if self.pixels else None
         size = 50 if self.pixels else obs_size
         self.actor = mlp([size, *self.hidden, 2 * action_size], activation)
-        self.critics = TwinQ([size + action_size, *self.hidden, 1], activation)
+        self.critics = EnsembleMLP([size + action_size, *self.hidden, 1], 2, activation)
         self.targets = copy.deepcopy(self.critics).requires_grad_(False)
         self.init_alpha = init_alpha
         self.log_alpha = nn.Parameter(torch.tensor(math.log(init_alpha)))
@@ -201,6 +175,12 @@ class SACPolicy(nn.Module):
     def reset(self, env_ids: torch.Tensor | None = None) -> None:
         pass
 
+    def reset_critics(self) -> None:
+        """Fresh critics and targets (PEBBLE, once the reward it learned replaces the exploration reward)."""
+        c = self.critics
+        self.critics.load_state_dict(EnsembleMLP(c.sizes, c.members, c.activation).state_dict())
+        self.targets.load_state_dict(self.critics.state_dict())
+
     def param_groups(self) -> dict[str, list[nn.Parameter]]:
         """The parameters each loss trains: actor, critics, alpha."""
         return {
@@ -244,6 +224,12 @@ class ReplayBuffer:
         idx = rng.integers(0, self.size, batch)
         return {k: torch.as_tensor(v[idx], device=device) for k, v in self.data.items()}
 
+    def relabel(self, reward: Callable[[np.ndarray, np.ndarray], np.ndarray], chunk: int = 65_536) -> None:
+        """Replace every stored reward by ``reward(obs (k, o), actions (k, a)) → (k,)``, ``chunk`` rows at a time."""
+        for i in range(0, self.size, chunk):
+            j = min(i + chunk, self.size)
+            self.data["rewards"][i:j] = reward(self.data["obs"][i:j], self.data["actions"][i:j])
+
     def save(self, path: Path) -> None:
         """The filled rows (in ring order) as safetensors with a JSON header, written atomically."""
         from safetensors.numpy import save_file
@@ -281,6 +267,20 @@ class ReplayBuffer:
         return self
 
 
+class RewardLearner(Protocol):
+    """A reward learned while SAC trains (``policies/preference.py``) in place of the env's."""
+
+    def observe(self, sac: SAC, rows: dict[str, np.ndarray], done: np.ndarray) -> None:
+        """Sees each vector step before it is stored (``rows["rewards"]``: the env's, (n,)); replaces those rewards
+        in place, and may relabel ``sac.buffer`` or reset its critics."""
+
+    def batch_rewards(self, sac: SAC, batch: dict[str, torch.Tensor]) -> torch.Tensor | None:
+        """Rewards (B,) for a sampled batch computed at update time (an exploration reward), or None: the stored."""
+
+    def metrics(self) -> dict[str, float]:
+        """Values for every metrics row (the same keys in each)."""
+
+
 class SAC:
     """Trains a ``SACPolicy`` on a batched env (embody's ``VecEnv``): ``learn`` alternates vector steps and
     gradient steps; ``env_steps`` and ``updates`` count across calls."""
@@ -303,6 +303,13 @@ class SAC:
         self.env_steps = self.updates = 0
         self._debt = 0.0  # gradient steps owed (fractions of utd carried over)
         self._obs: np.ndarray | None = None
+        self.reward_learner: RewardLearner | None = None
+
+    def reset_critics(self) -> None:
+        """Fresh critics (``SACPolicy.reset_critics``) with their Adam state cleared."""
+        self.policy.reset_critics()
+        for p in self.policy.param_groups()["critic"]:
+            self.optimizer.state.pop(p, None)
 
     def _buffer(self, env, seed: int) -> ReplayBuffer:
         """A plain ring, or a HER buffer on a goal environment (``obs_parts`` and ``compute_reward``)."""
@@ -337,6 +344,8 @@ class SAC:
         """One gradient step on a sampled batch; its losses."""
         cfg, pol, groups = self.config, self.policy, self.policy.param_groups()
         b = self.buffer.sample(cfg.batch_size, self.rng, self.device)
+        if self.reward_learner is not None and (r := self.reward_learner.batch_rewards(self, b)) is not None:
+            b["rewards"] = r
         alpha = pol.log_alpha.exp().detach()
         f = pol.features(b["obs"], augment=True)  # the critics' loss trains a pixel encoder through these
         with torch.no_grad():
@@ -386,6 +395,8 @@ class SAC:
             next_obs=np.where(done[:, None], info.final_obs, next_obs),
             terminal=terminated,
         )
+        if self.reward_learner is not None:
+            self.reward_learner.observe(self, rows, done)
         if self.config.her == "none":
             self.buffer.add(**rows)
         else:
@@ -414,6 +425,7 @@ class SAC:
                     "episode_return": float(np.mean(returns)) if returns else float("nan"),
                 }
                 row |= {k: float(np.mean([x[k] for x in losses])) if losses else float("nan") for k in LOSSES}
+                row |= self.reward_learner.metrics() if self.reward_learner is not None else {}
                 returns, losses, next_log = [], [], next_log + self.config.log_every
                 if on_log is not None and on_log(row):
                     return
