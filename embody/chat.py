@@ -19,7 +19,7 @@ import threading
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -159,14 +159,16 @@ class LoopbackChatServer:
     JSON) and answered with the next of ``replies``: ``(status, body_bytes, delay_s)``, or
     ``DROP`` to close the connection unanswered. ``say``/``fail``/``drop`` append the usual ones.
     With none left it answers ``default`` as the content, or HTTP 500 when ``default`` is None, so
-    a test that scripted too few replies fails loudly. ``url`` is the API root to give
-    ``ChatClient``. A context manager; ``close()`` also ends replies still being delayed.
+    a test that scripted too few replies fails loudly. ``respond(body) -> content`` instead computes
+    each unscripted answer from the request (a stand-in model); ``record=False`` keeps no requests
+    (long runs). ``url`` is the API root to give ``ChatClient``. A context manager; ``close()`` also
+    ends replies still being delayed.
     """
 
     completion = staticmethod(completion)
 
-    def __init__(self, default: str | None = None):
-        self.default = default
+    def __init__(self, default: str | None = None, respond: Callable[[dict], str] | None = None, record: bool = True):
+        self.default, self.respond, self.record = default, respond, record
         self.requests: list[dict] = []
         self.replies: list[Reply] = []
         self._release = threading.Event()
@@ -190,9 +192,14 @@ class LoopbackChatServer:
         """Script a connection closed without an answer."""
         self.replies.append(DROP)
 
-    def _next(self) -> Reply:
+    def _next(self, body) -> Reply:
         if self.replies:
             return self.replies.pop(0)
+        if self.respond is not None:
+            try:
+                return 200, completion(self.respond(body)), 0.0
+            except Exception as e:  # noqa: BLE001 - a stand-in's bug is the client's HTTP 500, as a real server's
+                return 500, json.dumps({"error": f"{type(e).__name__}: {e}"}).encode(), 0.0
         if self.default is None:
             return 500, b'{"error": "LoopbackChatServer: no scripted reply left"}', 0.0
         return 200, completion(self.default), 0.0
@@ -202,9 +209,10 @@ class LoopbackChatServer:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                server.requests.append({"path": self.path, "headers": dict(self.headers), "body": _parsed(body)})
-                reply = server._next()
+                body = _parsed(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                if server.record:
+                    server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                reply = server._next(body)
                 if reply == DROP:
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)

@@ -88,8 +88,9 @@ def _deep_merge(base: dict, update: dict) -> dict:
     return out
 
 
-def train(cfg: TrainConfig, out: Path, resume: bool = False) -> dict:
-    """Train, checkpoint, evaluate and record a video into run directory ``out``."""
+def train(cfg: TrainConfig, out: Path, resume: bool = False, teacher=None) -> dict:
+    """Train, checkpoint, evaluate and record a video into run directory ``out``; ``teacher`` (a
+    ``policies.preference.Teacher``) answers a SAC run's preference queries instead of ``preference.teacher``."""
     if cfg.device.startswith("cuda") and not torch.cuda.is_available():
         raise ConfigError("device 'cuda' was asked for but PyTorch sees no CUDA GPU; use --device cpu")
     torch.manual_seed(cfg.seed)
@@ -99,12 +100,12 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False) -> dict:
         raise ConfigError(f"unknown algo {cfg.algo!r}; valid: {', '.join(ALGOS)}")
     if cfg.pixels and cfg.algo != "sac":
         raise ConfigError("pixels: image observations are learned with --algo sac")
-    if cfg.preference.teacher != "none" and (cfg.algo != "sac" or cfg.pixels or cfg.sac.her != "none"):
+    if (teacher or cfg.preference.teacher != "none") and (cfg.algo != "sac" or cfg.pixels or cfg.sac.her != "none"):
         raise ConfigError("preference: a learned reward trains with --algo sac on state observations, without HER")
     if cfg.algo == "sac":
         from embody.train_sac import train_sac
 
-        return train_sac(cfg, out, resume)
+        return train_sac(cfg, out, resume, teacher)
     env = build_env(cfg)  # first: a bad config (or init_from) leaves no run directory behind
     init = load_run_checkpoint(cfg.init_from, expect=env, device=cfg.device) if cfg.init_from and not resume else None
     start_run(out, cfg)

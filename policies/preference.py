@@ -40,9 +40,9 @@ class PreferenceConfig:
 
     teacher: str = "none"  # none | scripted (the env's true reward, B-Pref noise below)
     budget: int = 1000  # queries in all
-    per_session: int = 100  # queries per feedback session
-    every: int = 10_000  # env steps between sessions
-    unsup_steps: int = 5_000  # env steps of state-entropy exploration after learning_starts (0: none)
+    per_session: int = 50  # queries per feedback session (PRIMT's)
+    every: int = 5_000  # env steps between sessions (PRIMT's)
+    unsup_steps: int = 9_000  # env steps of state-entropy exploration after learning_starts (PEBBLE's; 0: none)
     segment: int = 50  # steps per segment
     selection: str = "disagreement"  # disagreement | uniform
     candidates: int = 10  # pairs drawn per query kept (disagreement)
@@ -218,6 +218,15 @@ class PreferenceDataset:
         new = {**{k: pairs[k][keep] for k in self.KEYS[:3]}, "labels": labels[keep].astype(np.float32)}
         self.data = {k: np.concatenate([self.data[k], v]) if self.data else v for k, v in new.items()}
 
+    def agreement(self) -> float:
+        """The share of strict labels (0 or 1) on the side of the larger env return (NaN with none)."""
+        if not len(self):
+            return float("nan")
+        labels, returns = self.data["labels"], self.data["rewards"].sum(-1)
+        strict = (labels != 0.5) & (returns[:, 0] != returns[:, 1])
+        truth = (returns[strict, 1] > returns[strict, 0]).astype(np.float32)
+        return float((labels[strict] == truth).mean()) if strict.any() else float("nan")
+
     def save(self, path: Path) -> None:
         from safetensors.numpy import save_file
 
@@ -267,8 +276,6 @@ class PreferenceLearner:
     """PEBBLE's reward learning as SAC's ``RewardLearner`` (the module docstring): owns the reward model, its
     optimizer, the labelled pairs and the recent history segments are drawn from."""
 
-    METRICS = ("feedback", "reward_accuracy", "reward_spearman")
-
     def __init__(
         self, config: PreferenceConfig, teacher: Teacher, obs_size: int, action_size: int, n_envs: int, seed: int = 0
     ):
@@ -314,8 +321,9 @@ class PreferenceLearner:
         return dist / self.entropy_scale.var.sqrt().clamp_min(1e-6)
 
     def metrics(self) -> dict[str, float]:
-        """Labels kept so far, the ensemble's accuracy on them, and the Spearman correlation of its segment returns
-        with the env's on 256 fresh segments from recent history (NaN before the first session)."""
+        """Labels kept so far, the share of strict ones that agree with the env's reward (the teacher's accuracy),
+        the ensemble's accuracy on them, and the Spearman correlation of its segment returns with the env's on 256
+        fresh segments from recent history (NaN before the first session)."""
         rho = float("nan")
         seg = self.history.sample(256, self.config.segment, self.rng) if self.sessions else None
         if seg is not None:
@@ -325,7 +333,12 @@ class PreferenceLearner:
                 self.history.actions[rows, cols].reshape(-1, self.model.action_size),
             )
             rho = spearman(learned.reshape(rows.shape).sum(1), self.history.rewards[rows, cols].sum(1))
-        return {"feedback": float(len(self.dataset)), "reward_accuracy": self.accuracy, "reward_spearman": rho}
+        return {
+            "feedback": float(len(self.dataset)),
+            "label_agreement": self.dataset.agreement(),
+            "reward_accuracy": self.accuracy,
+            "reward_spearman": rho,
+        }
 
     # -- feedback sessions ------------------------------------------------------------------
     def session(self) -> bool:

@@ -125,3 +125,12 @@ def test_server_records_a_body_that_is_not_json_and_closes():
         assert server.requests[0]["body"] == "not json"
     with pytest.raises(ChatError, match="connection refused"):  # closed: the port no longer answers
         ChatClient(server.url, "m", timeout_s=2).chat(MESSAGES)
+
+
+def test_a_computed_reply_and_a_responder_that_fails_as_a_server_would():
+    with LoopbackChatServer(respond=lambda body: body["messages"][-1]["content"].upper(), record=False) as server:
+        assert ChatClient(server.url, "m").chat(MESSAGES) == MESSAGES[-1]["content"].upper()
+        assert server.requests == []  # record=False keeps none
+    with LoopbackChatServer(respond=lambda body: 1 / 0) as server:
+        with pytest.raises(ChatError, match="HTTP 500"):
+            ChatClient(server.url, "m").chat(MESSAGES)

@@ -66,6 +66,7 @@ NO_INPUT_FILES = {
     "almi train",
     "almi study",
     "backdoor study",
+    "primt train",
     "dataset validate",
     "plan eval",
     "mpa train",

@@ -1,0 +1,70 @@
+"""What a judge is told about a task: one sentence, named observation channels, and the goals over them.
+
+A goal is ``maximize`` or ``minimize`` of an expression: a channel name, ``abs(NAME)``, or ``distance(A, B)`` for
+two channel groups named ``A_x, A_y, A_z`` and ``B_x, B_y, B_z``. The same lines go into every prompt, so a real
+model and the information-limited stand-in read the same thing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from embody.config import ConfigError
+
+_XYZ = ("x", "y", "z")
+
+
+@dataclass(frozen=True)
+class Brief:
+    """A task's description for judges: ``channels`` maps a name to its observation column."""
+
+    task: str
+    text: str
+    channels: dict[str, int]
+    goals: tuple[tuple[str, str], ...]  # (maximize | minimize, expression)
+
+    def series(self, obs: np.ndarray) -> dict[str, np.ndarray]:
+        """The named channels of observations (..., o) as {name: (...)}."""
+        return {name: obs[..., col] for name, col in self.channels.items()}
+
+
+def _xyz(prefix: str, start: int) -> dict[str, int]:
+    return {f"{prefix}_{a}": start + i for i, a in enumerate(_XYZ)}
+
+
+BRIEFS = {
+    "cartpole-swingup": Brief(
+        "cartpole-swingup",
+        "A cart on a rail swings a pole from hanging down to upright and balances it there, the cart near the "
+        "rail's centre. pole_cos is 1 when the pole is upright and -1 when it hangs down.",
+        {"cart_x": 0, "pole_cos": 1, "pole_sin": 2, "cart_vel": 3, "pole_angvel": 4},
+        (("maximize", "pole_cos"), ("minimize", "abs(cart_x)"), ("minimize", "abs(pole_angvel)")),
+    ),
+    "arm-reach": Brief(
+        "arm-reach",
+        "A 7-joint arm brings the tip of the peg it holds to a target point and holds it there (positions in m).",
+        {**_xyz("tip", 14), **_xyz("target", 27)},
+        (("minimize", "distance(tip, target)"),),
+    ),
+}
+
+
+def brief_for(task: str) -> Brief:
+    if task not in BRIEFS:
+        raise ConfigError(f"primt: no judge brief for task {task!r}; briefs exist for {', '.join(sorted(BRIEFS))}")
+    return BRIEFS[task]
+
+
+def evaluate(expression: str, series: dict[str, np.ndarray]) -> np.ndarray:
+    """A goal expression over named series (each (...,)); unknown names or forms raise ``ValueError``."""
+    if m := re.fullmatch(r"abs\((\w+)\)", expression):
+        return np.abs(series[m[1]])
+    if m := re.fullmatch(r"distance\((\w+),\s*(\w+)\)", expression):
+        a, b = (np.stack([series[f"{p}_{x}"] for x in _XYZ], -1) for p in (m[1], m[2]))
+        return np.linalg.norm(a - b, axis=-1)
+    if re.fullmatch(r"\w+", expression) and expression in series:
+        return series[expression]
+    raise ValueError(f"cannot evaluate goal expression {expression!r} over channels {sorted(series)}")

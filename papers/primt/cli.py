@@ -1,0 +1,65 @@
+"""``embody primt train TASK --teacher scripted|text [--llm-url URL]``: SAC on a reward learned from one teacher's
+preferences (``embody.policies.preference``). Without ``--llm-url`` the text judge is the information-limited
+stand-in (``standins.py``) served on loopback; the judges' counters land in ``RUN/judges.json``."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import time
+from pathlib import Path
+
+from embody import exits
+from embody.commands import add_set, any_int, positive_int
+
+TEACHERS = ("scripted", "text")
+
+
+def train_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("task", help="a task with a judge brief: cartpole-swingup, arm-reach")
+    p.add_argument("--teacher", choices=TEACHERS, default="text", help="who answers the queries (default text)")
+    p.add_argument("--llm-url", help="an OpenAI-compatible API root for the text judge (default: the stand-in)")
+    p.add_argument("--llm-model", default="judge", help="the model name sent to --llm-url")
+    p.add_argument("--repeats", type=positive_int, default=3, help="askings per pair, order swapped (default 3)")
+    p.add_argument("--steps", type=positive_int, help="total env steps")
+    p.add_argument("--envs", type=positive_int, help="number of parallel envs")
+    p.add_argument("--seed", type=any_int)
+    p.add_argument("--out", help="run directory (default: runs/TASK-primt-TIMESTAMP)")
+    add_set(p, "the TrainConfig", "preference.budget=500")
+
+
+def run_train(args) -> int:
+    from embody.chat import ChatClient, LoopbackChatServer
+    from embody.train import resolve_config, train
+
+    from .briefs import brief_for
+    from .judges import TextJudge
+    from .standins import text_standin
+    from .teacher import PRIMTTeacher
+
+    cfg = resolve_config(args.task, None, args.set, algo="sac", n_envs=args.envs, steps=args.steps, seed=args.seed)
+    cfg.preference.teacher = args.teacher  # saved: `embody train --resume` of a judge's run names what it lacks
+    out = Path(args.out or f"runs/{cfg.task}-primt-{time.strftime('%Y%m%d-%H%M%S')}")
+    if (out / "checkpoint").exists():
+        raise exits.CommandError(f"{out} already holds a run; choose another --out")
+    with contextlib.ExitStack() as stack:
+        teacher = None
+        if args.teacher == "text":
+            url = args.llm_url
+            if url is None:
+                url = stack.enter_context(LoopbackChatServer(respond=text_standin, record=False)).url
+                print(f"text judge: the information-limited stand-in on {url}", file=sys.stderr)
+            judge = TextJudge(ChatClient(url, args.llm_model), brief_for(cfg.task), repeats=args.repeats)
+            teacher = PRIMTTeacher(text=judge)
+        summary = train(cfg, out, teacher=teacher)
+        judges = {
+            "teacher": args.teacher,
+            "llm_url": args.llm_url or "stand-in",
+            **(teacher.stats() if teacher else {}),
+        }
+        (out / "judges.json").write_text(json.dumps(judges, indent=2))
+    print(json.dumps(summary | {"judges": judges}, indent=2))
+    print(f"run written to {out}")
+    return exits.OK

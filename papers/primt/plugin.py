@@ -1,0 +1,14 @@
+"""PRIMT's registration with embody (the ``embody.plugins`` entry point ``primt``)."""
+
+
+def register(api) -> None:
+    """Add the ``embody primt`` commands."""
+    from . import cli
+
+    api.command("primt", "preference RL from foundation-model judges (papers/primt)")
+    api.command(
+        "primt train",
+        "SAC on a reward learned from a teacher's preferences: scripted, or a text judge (an LLM or the stand-in)",
+        cli.train_arguments,
+        cli.run_train,
+    )

@@ -1,0 +1,33 @@
+"""PRIMT's teacher for the core's preference learner: the judges' verdicts, fused when both modalities judge."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .fusion import FusionWeights, fuse
+from .judges import ChatJudge
+
+
+@dataclass
+class PRIMTTeacher:
+    """Labels pairs with ``text`` and/or ``visual`` judges (``embody.policies.preference.Teacher``): one judge's
+    majority, or both fused (``fusion``); unsure → 0.5."""
+
+    text: ChatJudge | None = None
+    visual: ChatJudge | None = None
+    fusion: FusionWeights = field(default_factory=FusionWeights)
+
+    def __post_init__(self):
+        if self.text is None and self.visual is None:
+            raise ValueError("PRIMTTeacher needs a text judge, a visual judge, or both")
+
+    def label(self, pairs: dict[str, np.ndarray]) -> np.ndarray:
+        verdicts = [j.judge(pairs) if j is not None else None for j in (self.text, self.visual)]
+        if None in verdicts:
+            return next(v for v in verdicts if v is not None).labels()
+        return fuse(*verdicts, self.fusion)
+
+    def stats(self) -> dict[str, dict[str, int]]:
+        return {name: j.stats.as_dict() for name, j in (("text", self.text), ("visual", self.visual)) if j}

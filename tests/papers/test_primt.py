@@ -1,0 +1,128 @@
+"""PRIMT (papers/primt): strict parsing of judges' replies; order-swapped repeats turning a position-biased judge
+into "unsure"; every endpoint failure counted as unsure, never a crash; the information-limited text stand-in
+deciding from the prompt's numbers alone; the fusion rules; ``embody primt train`` end to end on loopback."""
+
+import json
+import socket
+
+import numpy as np
+import pytest
+
+from embody.chat import ChatClient, LoopbackChatServer
+from embody.papers.primt.briefs import BRIEFS, evaluate
+from embody.papers.primt.fusion import FusionWeights, fuse
+from embody.papers.primt.judges import TextJudge, Verdicts, parse_answer
+from embody.papers.primt.standins import text_standin
+
+BRIEF = BRIEFS["cartpole-swingup"]
+
+
+@pytest.mark.parametrize(
+    "reply, answer",
+    [
+        ('{"better": 2}', 2),
+        ('  {"better": 1}\n', 1),
+        ('```json\n{"better": 0}\n```', 0),
+        ('{"better": 3}', None),
+        ('{"better": true}', None),
+        ('{"better": "1"}', None),
+        ('{"better": 1, "why": "it swings"}', None),
+        ("Segment 1 is better.", None),
+        ('{"better": 1', None),
+        ('Sure! {"better": 1}', None),
+    ],
+)
+def test_replies_are_parsed_strictly(reply, answer):
+    assert parse_answer(reply) == answer
+
+
+def cartpole_pairs(k=2, length=20, better_second=True) -> dict[str, np.ndarray]:
+    """Pairs whose second segment keeps the pole higher (pole_cos near 1) when ``better_second``."""
+    obs = np.zeros((k, 2, length, 5), np.float32)
+    obs[:, 0, :, 1], obs[:, 1, :, 1] = (-0.5, 0.9) if better_second else (0.9, -0.5)
+    return {"obs": obs, "actions": np.zeros((k, 2, length, 1)), "rewards": np.zeros((k, 2, length))}
+
+
+def test_the_order_swap_makes_a_position_biased_judge_unsure_and_the_stand_in_reads_only_the_prompt():
+    with LoopbackChatServer(respond=lambda body: '{"better": 1}') as biased:
+        judge = TextJudge(ChatClient(biased.url, "m"), BRIEF, repeats=4)
+        v = judge.judge(cartpole_pairs())
+        assert v.p_second.tolist() == [0.5, 0.5] and v.labels().tolist() == [0.5, 0.5]
+        prompt = biased.requests[0]["body"]["messages"][0]["content"]
+    assert "Goal: maximize pole_cos" in prompt and "reward" not in prompt.lower()
+    with LoopbackChatServer(respond=text_standin) as standin:
+        judge = TextJudge(ChatClient(standin.url, "m"), BRIEF, repeats=3)
+        assert judge.judge(cartpole_pairs()).labels().tolist() == [1, 1]
+        assert judge.judge(cartpole_pairs(better_second=False)).labels().tolist() == [0, 0]
+    assert judge.stats.as_dict() == {"asked": 12, "decisive": 12, "unsure": 0, "unparseable": 0, "errors": 0}
+
+
+def test_every_endpoint_failure_is_an_unsure_answer_counted_and_never_a_crash():
+    with LoopbackChatServer() as server:
+        server.say("too late", delay_s=5)  # a timeout
+        server.fail(500, b'{"error": "overloaded"}')
+        server.say("The second one, clearly.")  # prose
+        server.fail(200, b"{not json")  # a malformed body
+        server.say('{"better": 2}')
+        server.say('{"better": 0}')
+        judge = TextJudge(ChatClient(server.url, "m", timeout_s=0.3), BRIEF, repeats=6)
+        v = judge.judge(cartpole_pairs(k=1))
+    # timeout, HTTP 500 and the malformed body are errors, the prose unparseable; the one decisive answer (the
+    # fifth asking, order as given) names the second segment
+    assert v.p_second.tolist() == [1.0] and judge.stats.as_dict() == {
+        "asked": 6,
+        "decisive": 1,
+        "unsure": 1,
+        "unparseable": 1,
+        "errors": 3,
+    }
+    with socket.socket() as s:  # a port nobody listens on: refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    refused = TextJudge(ChatClient(f"http://127.0.0.1:{port}/v1", "m", timeout_s=0.5), BRIEF, repeats=2)
+    assert np.isnan(refused.judge(cartpole_pairs(k=1)).p_second).all() and refused.stats.errors == 2
+
+
+def test_fusion_follows_agreement_then_the_larger_evidence_and_else_stays_unsure():
+    text = Verdicts(np.array([1.0, 1.0, 1.0, np.nan, 0.5]), np.array([1.0, 1 / 3, 1.0, 0.0, 0.0]))
+    visual = Verdicts(np.array([1.0, 0.0, 0.0, 1.0, 0.5]), np.array([1.0, 1.0, 1.0, 1 / 3, 0.0]))
+    labels = fuse(text, visual, FusionWeights())
+    # agree → second; disagree, visual surer → first; disagree, equally sure → unsure; only the visual judge,
+    # at a third of its votes' margin → its side; neither → unsure
+    assert labels.tolist() == [1, 0, 0.5, 1, 0.5]
+    assert fuse(text, visual, FusionWeights(prior=2.0))[3] == 0.5  # a stronger prior holds the weak verdict back
+
+
+def test_goal_expressions_and_bad_ones():
+    s = {"tip_x": np.array([0.0]), "tip_y": np.array([0.0]), "tip_z": np.array([0.0]), "a": np.array([-2.0])}
+    s |= {"target_x": np.array([3.0]), "target_y": np.array([4.0]), "target_z": np.array([0.0])}
+    assert evaluate("distance(tip, target)", s).tolist() == [5.0] and evaluate("abs(a)", s).tolist() == [2.0]
+    with pytest.raises(ValueError, match="cannot evaluate goal expression 'speed'"):
+        evaluate("speed", s)
+
+
+def test_primt_train_learns_from_the_stand_in_on_loopback(tmp_path, capsys):
+    from embody.cli import main
+
+    out = tmp_path / "run"
+    sets = [
+        "sac.learning_starts=200",
+        "preference.unsup_steps=200",
+        "preference.every=200",
+        "preference.per_session=8",
+        "preference.segment=20",
+        "preference.hidden=[16,16]",
+        "sac.hidden=[32,32]",
+        "sac.log_every=200",
+        "video=false",
+        "eval_episodes=1",
+    ]
+    argv = ["primt", "train", "cartpole-swingup", "--envs", "4", "--steps", "800", "--repeats", "2", "--out", str(out)]
+    assert main(argv + [x for s in sets for x in ("--set", s)]) == 0
+    judges = json.loads((out / "judges.json").read_text())
+    assert judges["llm_url"] == "stand-in" and judges["text"]["asked"] == 2 * 8 * 2  # sessions at 400 and 600
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert rows[-1]["feedback"] == 16 and 0 <= rows[-1]["label_agreement"] <= 1
+    capsys.readouterr()
+    assert main(["train", "--resume", str(out), "--steps", "1000"]) == 2  # the judge is not the core's to resume
+    assert "unknown preference.teacher 'text'" in capsys.readouterr().err
