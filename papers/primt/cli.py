@@ -1,6 +1,7 @@
 """``embody primt train TASK --teacher scripted|text [--llm-url URL]``: SAC on a reward learned from one teacher's
 preferences (``embody.policies.preference``). Without ``--llm-url`` the text judge is the information-limited
-stand-in (``standins.py``) served on loopback; the judges' counters land in ``RUN/judges.json``."""
+stand-in (``standins.py``) served on loopback; the judges' counters land in ``RUN/judges.json``.
+``embody primt study --scale tiny|paper``: the study (``study.py``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import contextlib
 import json
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from embody import exits
@@ -17,11 +19,36 @@ from embody.commands import add_set, any_int, positive_int
 TEACHERS = ("scripted", "text")
 
 
+def add_judge_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--llm-url", help="an OpenAI-compatible API root for the text judge (default: the stand-in)")
+    p.add_argument("--llm-model", default="judge", help="the model name sent to --llm-url")
+
+
+@contextlib.contextmanager
+def text_teacher(cfg, teacher: str, url: str | None, model: str, repeats: int) -> Iterator:
+    """PRIMT's teacher with the text judge for ``teacher == "text"`` (the stand-in served on loopback while the
+    context lasts when ``url`` is None), else None: the core's scripted teacher, or the env's reward."""
+    from embody.chat import ChatClient, LoopbackChatServer
+
+    from .briefs import brief_for
+    from .judges import TextJudge
+    from .standins import text_standin
+    from .teacher import PRIMTTeacher
+
+    if teacher != "text":
+        yield None
+        return
+    with contextlib.ExitStack() as stack:
+        if url is None:
+            url = stack.enter_context(LoopbackChatServer(respond=text_standin, record=False)).url
+            print(f"text judge: the information-limited stand-in on {url}", file=sys.stderr)
+        yield PRIMTTeacher(text=TextJudge(ChatClient(url, model), brief_for(cfg.task), repeats=repeats))
+
+
 def train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("task", help="a task with a judge brief: cartpole-swingup, arm-reach")
     p.add_argument("--teacher", choices=TEACHERS, default="text", help="who answers the queries (default text)")
-    p.add_argument("--llm-url", help="an OpenAI-compatible API root for the text judge (default: the stand-in)")
-    p.add_argument("--llm-model", default="judge", help="the model name sent to --llm-url")
+    add_judge_arguments(p)
     p.add_argument("--repeats", type=positive_int, default=3, help="askings per pair, order swapped (default 3)")
     p.add_argument("--steps", type=positive_int, help="total env steps")
     p.add_argument("--envs", type=positive_int, help="number of parallel envs")
@@ -31,35 +58,43 @@ def train_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_train(args) -> int:
-    from embody.chat import ChatClient, LoopbackChatServer
     from embody.train import resolve_config, train
-
-    from .briefs import brief_for
-    from .judges import TextJudge
-    from .standins import text_standin
-    from .teacher import PRIMTTeacher
 
     cfg = resolve_config(args.task, None, args.set, algo="sac", n_envs=args.envs, steps=args.steps, seed=args.seed)
     cfg.preference.teacher = args.teacher  # saved: `embody train --resume` of a judge's run names what it lacks
     out = Path(args.out or f"runs/{cfg.task}-primt-{time.strftime('%Y%m%d-%H%M%S')}")
     if (out / "checkpoint").exists():
         raise exits.CommandError(f"{out} already holds a run; choose another --out")
-    with contextlib.ExitStack() as stack:
-        teacher = None
-        if args.teacher == "text":
-            url = args.llm_url
-            if url is None:
-                url = stack.enter_context(LoopbackChatServer(respond=text_standin, record=False)).url
-                print(f"text judge: the information-limited stand-in on {url}", file=sys.stderr)
-            judge = TextJudge(ChatClient(url, args.llm_model), brief_for(cfg.task), repeats=args.repeats)
-            teacher = PRIMTTeacher(text=judge)
+    with text_teacher(cfg, args.teacher, args.llm_url, args.llm_model, args.repeats) as teacher:
         summary = train(cfg, out, teacher=teacher)
         judges = {
             "teacher": args.teacher,
             "llm_url": args.llm_url or "stand-in",
             **(teacher.stats() if teacher else {}),
         }
-        (out / "judges.json").write_text(json.dumps(judges, indent=2))
+    (out / "judges.json").write_text(json.dumps(judges, indent=2))
     print(json.dumps(summary | {"judges": judges}, indent=2))
     print(f"run written to {out}")
+    return exits.OK
+
+
+def study_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scale", choices=["tiny", "paper"], default="tiny", help="tiny: < 3 min on 2 cores")
+    p.add_argument("--out", required=True, metavar="DIR", help="the study folder (resumed when it holds jobs)")
+    p.add_argument("--seed", type=any_int, action="append", help="run only these seeds (repeatable): seed jobs")
+    add_judge_arguments(p)
+    add_set(p, "the StudyConfig, on top of --scale", "arms=[true,scripted] or budgets=[50]")
+
+
+def run_study(args) -> int:
+    """Run or resume the study; the report lands in OUT/report.md."""
+    from embody.config import apply_overrides
+
+    from .study import for_scale
+    from .study import run_study as study
+
+    cfg = apply_overrides(for_scale(args.scale), texts=args.set)
+    cfg.seeds = args.seed or cfg.seeds
+    cfg.llm_url, cfg.llm_model = args.llm_url or cfg.llm_url, args.llm_model
+    study(cfg, Path(args.out), "embody " + " ".join(sys.argv[1:]), log=lambda m: print(m, file=sys.stderr))
     return exits.OK

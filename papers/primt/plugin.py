@@ -12,3 +12,9 @@ def register(api) -> None:
         cli.train_arguments,
         cli.run_train,
     )
+    api.command(
+        "primt study",
+        "return and reward quality vs feedback budget: true reward, scripted teacher, text judge; over seeds",
+        cli.study_arguments,
+        cli.run_study,
+    )

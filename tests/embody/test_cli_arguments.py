@@ -67,6 +67,7 @@ NO_INPUT_FILES = {
     "almi study",
     "backdoor study",
     "primt train",
+    "primt study",
     "dataset validate",
     "plan eval",
     "mpa train",

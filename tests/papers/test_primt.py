@@ -126,3 +126,21 @@ def test_primt_train_learns_from_the_stand_in_on_loopback(tmp_path, capsys):
     capsys.readouterr()
     assert main(["train", "--resume", str(out), "--steps", "1000"]) == 2  # the judge is not the core's to resume
     assert "unknown preference.teacher 'text'" in capsys.readouterr().err
+
+
+def test_the_tiny_study_writes_its_report_and_resumes(tmp_path, capsys):
+    from embody.cli import main
+
+    out = tmp_path / "study"
+    assert main(["primt", "study", "--scale", "tiny", "--out", str(out)]) == 0
+    result = json.loads((out / "results.json").read_text())
+    arms = {(e["arm"], e["budget"]) for e in result["table"]}
+    assert arms == {("true", 0), ("scripted", 16), ("text", 16)}
+    text = next(e for e in result["table"] if e["arm"] == "text")
+    assert text["judge"]["asked"] == 2 * 16 and text["feedback"] == 16
+    assert (out / "return_vs_budget.png").stat().st_size > 0 and "| cartpole-swingup | text | 16 |" in (
+        out / "report.md"
+    ).read_text()
+    capsys.readouterr()
+    assert main(["primt", "study", "--scale", "tiny", "--out", str(out)]) == 0
+    assert "resuming: 3 of 3 jobs" in capsys.readouterr().err

@@ -1,0 +1,134 @@
+"""The PRIMT study's results.json, report.md and plot (return vs feedback budget per task)."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from embody.files import write_atomic
+from embody.stats import bootstrap_ci
+
+METRICS = ("return", "label_agreement", "reward_spearman", "feedback")
+BAR = {"spearman": 0.8, "return": 0.8}  # the issue's bar for the scripted teacher at 0 % error
+
+
+def summarize(rows: list[dict]) -> list[dict]:
+    """Per (task, arm, budget): each metric's mean and 95 % interval over seeds, the return as a share of the
+    true-reward arm's mean on that task, and the judge's counters summed."""
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for r in rows:
+        groups[(r["task"], r["arm"], r["budget"])].append(r)
+    true = {task: np.mean([r["return"] for r in g]) for (task, arm, _), g in groups.items() if arm == "true"}
+    out = []
+    for (task, arm, budget), members in sorted(groups.items()):
+        e = {"task": task, "arm": arm, "budget": budget, "n": len(members)}
+        for m in METRICS:
+            values = [r[m] for r in members if r.get(m) is not None and np.isfinite(r[m])]
+            if values:
+                e[m], e[f"{m}_ci"] = float(np.mean(values)), bootstrap_ci(values)
+        if task in true and "return" in e:
+            e["of_true"] = e["return"] / true[task]
+        counts = defaultdict(int)
+        for r in members:
+            for k, v in (r.get("judge") or {}).items():
+                counts[k] += v
+        e["judge"] = dict(counts)
+        out.append(e)
+    return out
+
+
+def claims(table: list[dict]) -> list[str]:
+    """The bar for the scripted teacher at each task's largest budget."""
+    lines = []
+    for task in sorted({e["task"] for e in table}):
+        scripted = [e for e in table if e["task"] == task and e["arm"] == "scripted"]
+        if not scripted:
+            continue
+        e = max(scripted, key=lambda x: x["budget"])
+        rho, share = e.get("reward_spearman", float("nan")), e.get("of_true", float("nan"))
+        ok = rho >= BAR["spearman"] and share >= BAR["return"]
+        lines.append(
+            f"{task}, scripted teacher, {e['budget']} queries: Spearman {rho:.2f} (bar {BAR['spearman']}), return "
+            f"{share:.0%} of the true-reward agent's (bar {BAR['return']:.0%}): {'MET' if ok else 'NOT MET'}"
+        )
+    return lines
+
+
+def _ci(e: dict, m: str, fmt: str = ".2f") -> str:
+    if m not in e:
+        return "—"
+    lo, hi = e[f"{m}_ci"]
+    return f"{e[m]:{fmt}} [{lo:{fmt}}, {hi:{fmt}}]"
+
+
+def markdown(r: dict) -> str:
+    cfg = r["config"]
+    judge = f"the model at {cfg['llm_url']}" if cfg["llm_url"] else "the information-limited text stand-in"
+    lines = [
+        "# PRIMT study",
+        "",
+        f"`{r['command']}` — tasks {', '.join(cfg['tasks'])}; seeds {cfg['seeds']}; {cfg['steps']:,} env steps per "
+        f"run, {cfg['envs']} envs; text judge: {judge} ({cfg['repeats']} askings per pair, order swapped). Means "
+        "with 95 % bootstrap intervals over seeds. `of true`: the return as a share of the true-reward agent's. "
+        "`labels agree`: the share of strict labels on the side of the larger true segment return. `Spearman`: "
+        "the learned reward's segment returns against the true ones, on fresh segments of the final policy's "
+        "experience.",
+        "",
+        "| task | arm | budget | return | of true | labels agree | Spearman | labels kept | judge: asked / decisive "
+        "/ unsure / unparseable / errors |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for e in r["table"]:
+        j = e["judge"]
+        counts = " / ".join(str(j.get(k, 0)) for k in ("asked", "decisive", "unsure", "unparseable", "errors"))
+        lines.append(
+            f"| {e['task']} | {e['arm']} | {e['budget'] or '—'} | {_ci(e, 'return', '.1f')} | "
+            f"{e.get('of_true', float('nan')):.0%} | {_ci(e, 'label_agreement')} | {_ci(e, 'reward_spearman')} | "
+            f"{e.get('feedback', 0):.0f} | {counts if j else '—'} |"
+        )
+    lines += ["", "## The bar", "", *(f"- {c}" for c in r["claims"]), ""]
+    return "\n".join(lines)
+
+
+def plot(table: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = sorted({e["task"] for e in table})
+    fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.6), squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        for arm in sorted({e["arm"] for e in table if e["task"] == task}):
+            es = sorted((e for e in table if e["task"] == task and e["arm"] == arm), key=lambda e: e["budget"])
+            if arm == "true":
+                ax.axhline(es[0]["return"], color="k", ls="--", label="true reward")
+                continue
+            ax.errorbar(
+                [e["budget"] for e in es],
+                [e["return"] for e in es],
+                yerr=np.abs(np.array([e["return_ci"] for e in es]).T - [e["return"] for e in es]),
+                marker="o",
+                capsize=3,
+                label=arm,
+            )
+        ax.set(title=task, xlabel="feedback budget (queries)", ylabel="evaluation return")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def write(rows: list[dict], config: dict, out: Path, command: str, log=print) -> dict:
+    """results.json, report.md and return_vs_budget.png in ``out``; returns the results."""
+    table = summarize(rows)
+    result = {"command": command, "config": config, "rows": rows, "table": table, "claims": claims(table)}
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(out / "results.json", json.dumps(result, indent=2, default=float))
+    write_atomic(out / "report.md", markdown(result))
+    plot(table, out / "return_vs_budget.png")
+    log(f"primt study: {out / 'report.md'}")
+    return result
