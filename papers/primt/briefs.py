@@ -8,11 +8,15 @@ model and the information-limited stand-in read the same thing.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from embody.config import ConfigError
+
+from .frames import Scene
 
 _XYZ = ("x", "y", "z")
 
@@ -25,6 +29,9 @@ class Brief:
     text: str
     channels: dict[str, int]
     goals: tuple[tuple[str, str], ...]  # (maximize | minimize, expression)
+    scene: Scene | None = None  # how the visual judge draws it (None: no visual judge)
+    pose: Callable[[np.ndarray, Any], np.ndarray] | None = None  # (obs (m, o), the task) → joint positions (m, j)
+    visual_goals: tuple[tuple[str, str], ...] = ()  # over colour blobs: above(A, B), distance(A, B)
 
     def series(self, obs: np.ndarray) -> dict[str, np.ndarray]:
         """The named channels of observations (..., o) as {name: (...)}."""
@@ -42,12 +49,28 @@ BRIEFS = {
         "rail's centre. pole_cos is 1 when the pole is upright and -1 when it hangs down.",
         {"cart_x": 0, "pole_cos": 1, "pole_sin": 2, "cart_vel": 3, "pole_angvel": 4},
         (("maximize", "pole_cos"), ("minimize", "abs(cart_x)"), ("minimize", "abs(pole_angvel)")),
+        Scene(
+            "cartpole",
+            {"cart": ("red", (0.9, 0.1, 0.1)), "pole": ("blue", (0.1, 0.2, 0.9))},
+            camera={"lookat_z": 1.0, "distance": 5.0, "azimuth": 90.0, "elevation": 0.0},
+        ),
+        lambda obs, task: np.stack([obs[:, 0], np.arctan2(obs[:, 2], obs[:, 1])], axis=1),
+        (("maximize", "above(blue, red)"),),
     ),
     "arm-reach": Brief(
         "arm-reach",
         "A 7-joint arm brings the tip of the peg it holds to a target point and holds it there (positions in m).",
         {**_xyz("tip", 14), **_xyz("target", 27)},
         (("minimize", "distance(tip, target)"),),
+        Scene(
+            "peg_arm",
+            {"peg": ("orange", (1.0, 0.5, 0.0))},
+            marker_cols=(27, 28, 29),
+            marker=("green", (0.1, 0.9, 0.1), 0.02),
+            camera={"lookat_x": 0.45, "lookat_z": 0.25, "distance": 1.4, "azimuth": 90.0, "elevation": -15.0},
+        ),
+        lambda obs, task: task.home + obs[:, :7],
+        (("minimize", "distance(orange, green)"),),
     ),
 }
 

@@ -1,6 +1,7 @@
-"""``embody primt train TASK --teacher scripted|text [--llm-url URL]``: SAC on a reward learned from one teacher's
-preferences (``embody.policies.preference``). Without ``--llm-url`` the text judge is the information-limited
-stand-in (``standins.py``) served on loopback; the judges' counters land in ``RUN/judges.json``.
+"""``embody primt train TASK --teacher scripted|text|visual|fused [--llm-url URL] [--vlm-url URL]``: SAC on a
+reward learned from one teacher's preferences (``embody.policies.preference``). A judge without its URL is the
+information-limited stand-in (``standins.py``) served on loopback; the judges' counters land in
+``RUN/judges.json``.
 ``embody primt study --scale tiny|paper``: the study (``study.py``)."""
 
 from __future__ import annotations
@@ -11,38 +12,70 @@ import json
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from embody import exits
 from embody.commands import add_set, any_int, positive_int
 
-TEACHERS = ("scripted", "text")
+TEACHERS = ("scripted", "text", "visual", "fused")
 
 
 def add_judge_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--llm-url", help="an OpenAI-compatible API root for the text judge (default: the stand-in)")
     p.add_argument("--llm-model", default="judge", help="the model name sent to --llm-url")
+    p.add_argument("--vlm-url", help="an OpenAI-compatible API root for the visual judge (default: the stand-in)")
+    p.add_argument("--vlm-model", default="judge", help="the model name sent to --vlm-url")
+
+
+@dataclass
+class Judges:
+    """Where the judges are: an endpoint and model name each (None: the stand-in on loopback)."""
+
+    llm_url: str | None = None
+    llm_model: str = "judge"
+    vlm_url: str | None = None
+    vlm_model: str = "judge"
+    repeats: int = 3
 
 
 @contextlib.contextmanager
-def text_teacher(cfg, teacher: str, url: str | None, model: str, repeats: int) -> Iterator:
-    """PRIMT's teacher with the text judge for ``teacher == "text"`` (the stand-in served on loopback while the
-    context lasts when ``url`` is None), else None: the core's scripted teacher, or the env's reward."""
+def judge_teacher(cfg, teacher: str, judges: Judges) -> Iterator:
+    """PRIMT's teacher for ``teacher`` text, visual or fused (each stand-in served on loopback while the context
+    lasts when its URL is None), else None: the core's scripted teacher, or the env's reward."""
     from embody.chat import ChatClient, LoopbackChatServer
 
     from .briefs import brief_for
-    from .judges import TextJudge
-    from .standins import text_standin
+    from .judges import TextJudge, VisualJudge
+    from .standins import text_standin, visual_standin
     from .teacher import PRIMTTeacher
 
-    if teacher != "text":
+    if teacher not in ("text", "visual", "fused"):
         yield None
         return
+    brief = brief_for(cfg.task)
     with contextlib.ExitStack() as stack:
-        if url is None:
-            url = stack.enter_context(LoopbackChatServer(respond=text_standin, record=False)).url
-            print(f"text judge: the information-limited stand-in on {url}", file=sys.stderr)
-        yield PRIMTTeacher(text=TextJudge(ChatClient(url, model), brief_for(cfg.task), repeats=repeats))
+
+        def endpoint(url: str | None, standin, kind: str) -> str:
+            if url is not None:
+                return url
+            url = stack.enter_context(LoopbackChatServer(respond=standin, record=False)).url
+            print(f"{kind} judge: the information-limited stand-in on {url}", file=sys.stderr)
+            return url
+
+        text = visual = None
+        if teacher in ("text", "fused"):
+            client = ChatClient(endpoint(judges.llm_url, text_standin, "text"), judges.llm_model)
+            text = TextJudge(client, brief, judges.repeats)
+        if teacher in ("visual", "fused"):
+            from embody.runs import build_env
+
+            env = build_env(cfg, n_envs=1)  # the task instance the scene's pose reads
+            stack.callback(env.close)
+            client = ChatClient(endpoint(judges.vlm_url, visual_standin, "visual"), judges.vlm_model)
+            visual = VisualJudge(client, brief, judges.repeats, task=env.task)
+            stack.callback(visual.renderer.close)
+        yield PRIMTTeacher(text=text, visual=visual)
 
 
 def train_arguments(p: argparse.ArgumentParser) -> None:
@@ -65,11 +98,13 @@ def run_train(args) -> int:
     out = Path(args.out or f"runs/{cfg.task}-primt-{time.strftime('%Y%m%d-%H%M%S')}")
     if (out / "checkpoint").exists():
         raise exits.CommandError(f"{out} already holds a run; choose another --out")
-    with text_teacher(cfg, args.teacher, args.llm_url, args.llm_model, args.repeats) as teacher:
+    where = Judges(args.llm_url, args.llm_model, args.vlm_url, args.vlm_model, args.repeats)
+    with judge_teacher(cfg, args.teacher, where) as teacher:
         summary = train(cfg, out, teacher=teacher)
         judges = {
             "teacher": args.teacher,
             "llm_url": args.llm_url or "stand-in",
+            "vlm_url": args.vlm_url or "stand-in",
             **(teacher.stats() if teacher else {}),
         }
     (out / "judges.json").write_text(json.dumps(judges, indent=2))
@@ -96,5 +131,6 @@ def run_study(args) -> int:
     cfg = apply_overrides(for_scale(args.scale), texts=args.set)
     cfg.seeds = args.seed or cfg.seeds
     cfg.llm_url, cfg.llm_model = args.llm_url or cfg.llm_url, args.llm_model
+    cfg.vlm_url, cfg.vlm_model = args.vlm_url or cfg.vlm_url, args.vlm_model
     study(cfg, Path(args.out), "embody " + " ".join(sys.argv[1:]), log=lambda m: print(m, file=sys.stderr))
     return exits.OK

@@ -134,3 +134,46 @@ class TextJudge(ChatJudge):
         lines.append("Which segment makes more progress on the goals?")
         lines.append(ANSWER)
         return "\n".join(lines)
+
+
+@dataclass
+class VisualJudge(ChatJudge):
+    """The VLM judge: each segment's keyframes (``frames.keyframes``, at most ``keyframes``) rendered from the
+    task's model at ``size`` px (``frames.SceneRenderer``), with the colour key, the task's sentence and its visual
+    goals. The images of a pair are rendered once for all its askings."""
+
+    keyframes: int = 8
+    size: int = 224
+    task: object = None  # the task instance the brief's ``pose`` reads (e.g. arm-reach's home pose)
+
+    def __post_init__(self):
+        from .frames import SceneRenderer
+
+        if self.brief.scene is None:
+            raise ValueError(f"primt: task {self.brief.task!r} has no scene for the visual judge")
+        self.renderer = SceneRenderer(self.brief.scene, self.size)
+
+    def images(self, obs: np.ndarray) -> list[str]:
+        """PNG data URLs of one segment's keyframes (obs (L, o))."""
+        from .frames import keyframes, png_data_url
+
+        o = obs[keyframes(obs, self.keyframes)]
+        return [png_data_url(im) for im in self.renderer.render(self.brief.pose(o, self.task), o)]
+
+    def judge(self, pairs: dict[str, np.ndarray]) -> Verdicts:
+        k = len(pairs["obs"])
+        images = np.empty((k, 2), dtype=object)
+        for i in range(k):
+            for j in (0, 1):
+                images[i, j] = self.images(pairs["obs"][i, j])
+        return super().judge(pairs | {"images": images})
+
+    def content(self, first: dict[str, np.ndarray], second: dict[str, np.ndarray]) -> list[dict]:
+        b = self.brief
+        head = [f"Task: {b.text}", f"Colours: {b.scene.legend()}", *(f"Goal: {v} {e}" for v, e in b.visual_goals)]
+        parts = [{"type": "text", "text": "\n".join(head)}]
+        for n, seg in ((1, first), (2, second)):
+            parts.append({"type": "text", "text": f"Segment {n}: its keyframes in time order."})
+            parts += [{"type": "image_url", "image_url": {"url": url}} for url in seg["images"]]
+        parts.append({"type": "text", "text": "Which segment makes more progress on the goals?\n" + ANSWER})
+        return parts

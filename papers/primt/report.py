@@ -31,11 +31,12 @@ def summarize(rows: list[dict]) -> list[dict]:
                 e[m], e[f"{m}_ci"] = float(np.mean(values)), bootstrap_ci(values)
         if task in true and "return" in e:
             e["of_true"] = e["return"] / true[task]
-        counts = defaultdict(int)
+        counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         for r in members:
-            for k, v in (r.get("judge") or {}).items():
-                counts[k] += v
-        e["judge"] = dict(counts)
+            for kind, stats in (r.get("judges") or {}).items():
+                for k, v in stats.items():
+                    counts[kind][k] += v
+        e["judges"] = {kind: dict(c) for kind, c in counts.items()}
         out.append(e)
     return out
 
@@ -66,28 +67,32 @@ def _ci(e: dict, m: str, fmt: str = ".2f") -> str:
 
 def markdown(r: dict) -> str:
     cfg = r["config"]
-    judge = f"the model at {cfg['llm_url']}" if cfg["llm_url"] else "the information-limited text stand-in"
+    text = f"the model at {cfg['llm_url']}" if cfg["llm_url"] else "the information-limited stand-in"
+    visual = f"the model at {cfg['vlm_url']}" if cfg["vlm_url"] else "the information-limited stand-in"
     lines = [
         "# PRIMT study",
         "",
         f"`{r['command']}` — tasks {', '.join(cfg['tasks'])}; seeds {cfg['seeds']}; {cfg['steps']:,} env steps per "
-        f"run, {cfg['envs']} envs; text judge: {judge} ({cfg['repeats']} askings per pair, order swapped). Means "
+        f"run, {cfg['envs']} envs; text judge: {text}; visual judge: {visual} ({cfg['repeats']} askings per pair, "
+        "order swapped). Means "
         "with 95 % bootstrap intervals over seeds. `of true`: the return as a share of the true-reward agent's. "
         "`labels agree`: the share of strict labels on the side of the larger true segment return. `Spearman`: "
         "the learned reward's segment returns against the true ones, on fresh segments of the final policy's "
         "experience.",
         "",
-        "| task | arm | budget | return | of true | labels agree | Spearman | labels kept | judge: asked / decisive "
+        "| task | arm | budget | return | of true | labels agree | Spearman | labels kept | judges: asked / decisive "
         "/ unsure / unparseable / errors |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for e in r["table"]:
-        j = e["judge"]
-        counts = " / ".join(str(j.get(k, 0)) for k in ("asked", "decisive", "unsure", "unparseable", "errors"))
+        counts = "; ".join(
+            f"{kind} " + " / ".join(str(c.get(k, 0)) for k in ("asked", "decisive", "unsure", "unparseable", "errors"))
+            for kind, c in e["judges"].items()
+        )
         lines.append(
             f"| {e['task']} | {e['arm']} | {e['budget'] or '—'} | {_ci(e, 'return', '.1f')} | "
             f"{e.get('of_true', float('nan')):.0%} | {_ci(e, 'label_agreement')} | {_ci(e, 'reward_spearman')} | "
-            f"{e.get('feedback', 0):.0f} | {counts if j else '—'} |"
+            f"{e.get('feedback', 0):.0f} | {counts or '—'} |"
         )
     lines += ["", "## The bar", "", *(f"- {c}" for c in r["claims"]), ""]
     return "\n".join(lines)

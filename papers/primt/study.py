@@ -2,8 +2,8 @@
 teacher, over seeds, as resumable jobs of the core runner (``embody.jobs``).
 
 Arms: ``true`` (SAC on the env's reward: the upper bound), ``scripted`` (B-Pref's teacher from the true reward,
-no noise by default), ``text`` (the text judge: the information-limited stand-in on loopback, or the model at
-``llm_url``). Each job trains one arm at one budget into OUT/runs/JOB/ and keeps its evaluation and its last
+no noise by default), ``text``, ``visual`` and ``fused`` (the text judge, the visual judge, both fused: the
+information-limited stand-ins on loopback, or the models at ``llm_url`` / ``vlm_url``). Each job trains one arm at one budget into OUT/runs/JOB/ and keeps its evaluation and its last
 metrics row (feedback kept, the labels' agreement with the true reward, the reward model's Spearman correlation
 with the true segment returns on fresh segments of the final policy's experience) and the judge's counters.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from embody.jobs import Job, JobStore, run_jobs
 
-ARMS = ("true", "scripted", "text")
+ARMS = ("true", "scripted", "text", "visual", "fused")
 
 
 @dataclass
@@ -33,6 +33,8 @@ class StudyConfig:
     repeats: int = 3  # askings per pair, order swapped
     llm_url: str | None = None  # None: the stand-in
     llm_model: str = "judge"
+    vlm_url: str | None = None  # None: the stand-in
+    vlm_model: str = "judge"
     sets: list[str] = field(
         default_factory=lambda: [
             "sac.learning_starts=2000",
@@ -91,15 +93,16 @@ def run_job(cfg: StudyConfig, out: Path, params: dict) -> dict:
     """Train one arm; its evaluation, last metrics row and judge counters."""
     from embody.train import resolve_config, train
 
-    from .cli import text_teacher
+    from .cli import Judges, judge_teacher
 
     seed, task, arm, budget = params["seed"], params["task"], params["arm"], params["budget"]
     sets = cfg.sets + ([] if arm == "true" else [f"preference.budget={budget}", f"preference.teacher={arm}"])
     tc = resolve_config(task, None, sets, algo="sac", n_envs=cfg.envs, steps=cfg.steps, seed=seed)
     run = out / "runs" / f"seed{seed}-{task}-{arm}-b{budget}"
-    with text_teacher(tc, arm, cfg.llm_url, cfg.llm_model, cfg.repeats) as teacher:
+    where = Judges(cfg.llm_url, cfg.llm_model, cfg.vlm_url, cfg.vlm_model, cfg.repeats)
+    with judge_teacher(tc, arm, where) as teacher:
         summary = train(tc, run, teacher=teacher)
-        judge = teacher.stats().get("text", {}) if teacher else {}
+        judges = teacher.stats() if teacher else {}
     last = json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])
     keep = ("feedback", "label_agreement", "reward_accuracy", "reward_spearman")
     return params | {
@@ -109,7 +112,7 @@ def run_job(cfg: StudyConfig, out: Path, params: dict) -> dict:
         "env_steps": last["env_steps"],
         "time_s": last["time_s"],
         **{k: last.get(k) for k in keep},
-        "judge": judge,
+        "judges": judges,
     }
 
 

@@ -135,12 +135,12 @@ def test_the_tiny_study_writes_its_report_and_resumes(tmp_path, capsys):
     assert main(["primt", "study", "--scale", "tiny", "--out", str(out)]) == 0
     result = json.loads((out / "results.json").read_text())
     arms = {(e["arm"], e["budget"]) for e in result["table"]}
-    assert arms == {("true", 0), ("scripted", 16), ("text", 16)}
+    assert arms == {("true", 0), ("scripted", 16), ("text", 16), ("visual", 16), ("fused", 16)}
     text = next(e for e in result["table"] if e["arm"] == "text")
-    assert text["judge"]["asked"] == 2 * 16 and text["feedback"] == 16
+    assert text["judges"]["text"]["asked"] == 2 * 16 and text["feedback"] == 16
     assert (out / "return_vs_budget.png").stat().st_size > 0 and "| cartpole-swingup | text | 16 |" in (
         out / "report.md"
     ).read_text()
     capsys.readouterr()
     assert main(["primt", "study", "--scale", "tiny", "--out", str(out)]) == 0
-    assert "resuming: 3 of 3 jobs" in capsys.readouterr().err
+    assert "resuming: 5 of 5 jobs" in capsys.readouterr().err
