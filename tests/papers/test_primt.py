@@ -144,3 +144,60 @@ def test_the_tiny_study_writes_its_report_and_resumes(tmp_path, capsys):
     capsys.readouterr()
     assert main(["primt", "study", "--scale", "tiny", "--out", str(out)]) == 0
     assert "resuming: 5 of 5 jobs" in capsys.readouterr().err
+
+
+def test_keyframes_keep_the_ends_held_poses_and_change_points():
+    from embody.papers.primt.frames import change_points, keyframes
+
+    t = np.linspace(0, 1, 40)
+    x = np.where(t < 0.5, 0.0, 1.0)[:, None] + 0.01 * np.sin(40 * t)[:, None]  # a step at 20
+    assert 20 in change_points(x, 1)
+    k = keyframes(np.hstack([x, np.cos(6 * t)[:, None]]), 6)
+    assert len(k) == 6 and k[0] == 0 and k[-1] == 39 and (np.diff(k) > 0).all()
+    assert keyframes(np.zeros((4, 2)), 6).tolist() == [0, 1, 2, 3]
+
+
+def test_the_visual_judge_sends_rendered_keyframes_and_the_stand_in_reads_only_pixels():
+    from embody.papers.primt.frames import decode_data_url, png_data_url
+    from embody.papers.primt.judges import VisualJudge
+    from embody.papers.primt.standins import visual_standin
+
+    image = np.zeros((8, 8, 3), np.uint8)
+    image[2:4, 2:4] = (255, 128, 0)
+    assert (decode_data_url(png_data_url(image)) == image).all()
+    obs = np.zeros((2, 2, 12, 5), np.float32)
+    obs[:, 0, :, 1] = -1.0  # hanging
+    obs[:, 1, :, 1], obs[:, 1, :, 2] = np.cos(0.3), np.sin(0.3)  # near upright
+    obs[1] = obs[1, ::-1]  # the second pair: the upright segment first
+    pairs = {"obs": obs, "actions": np.zeros((2, 2, 12, 1)), "rewards": np.zeros((2, 2, 12))}
+    with LoopbackChatServer(respond=visual_standin) as server:
+        judge = VisualJudge(ChatClient(server.url, "m"), BRIEF, repeats=2, keyframes=4, size=96)
+        assert judge.judge(pairs).labels().tolist() == [1, 0]
+        parts = server.requests[0]["body"]["messages"][0]["content"]
+    judge.renderer.close()
+    images = [p for p in parts if p["type"] == "image_url"]
+    assert len(images) == 8 and decode_data_url(images[0]["image_url"]["url"]).shape == (96, 96, 3)
+    text = " ".join(p["text"] for p in parts if p["type"] == "text")
+    assert (
+        "Colours: red = RGB (230, 26, 26); blue = RGB (26, 51, 230)" in text and "pole_cos: " not in text
+    )  # no numbers
+    assert visual_standin({"messages": [{"role": "user", "content": "Which is better?"}]}).startswith("I cannot")
+
+
+@pytest.mark.parametrize("task", sorted(BRIEFS))
+def test_every_brief_names_real_channels_and_draws_its_scene(task):
+    from embody.papers.primt.frames import SceneRenderer
+    from embody.runs import build_env
+    from embody.train import resolve_config
+
+    brief = BRIEFS[task]
+    env = build_env(resolve_config(task), n_envs=1)
+    obs = env.reset()[0]
+    assert max(brief.channels.values()) < obs.shape[1]
+    for _, expr in brief.goals:
+        assert np.isfinite(evaluate(expr, brief.series(obs))).all()
+    renderer = SceneRenderer(brief.scene, size=48)
+    image = renderer.render(brief.pose(obs, env.task), obs)
+    renderer.close()
+    env.close()
+    assert image.shape == (1, 48, 48, 3) and image.std() > 0
