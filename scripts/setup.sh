@@ -8,6 +8,8 @@ PYTHON=${PYTHON:-python3}
 
 # Headless rendering (MuJoCo through EGL, OSMesa as the fallback).
 debs=(libegl1 libopengl0 libegl-mesa0 libgl1-mesa-dri libosmesa6)
+# The tests drive a real headless browser (the PRIMT labelling page): Debian's chromium, with the dev extra.
+[[ " $* " == *" dev "* ]] && debs+=(chromium)
 missing=()
 if command -v dpkg-query >/dev/null; then
   for p in "${debs[@]}"; do

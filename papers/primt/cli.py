@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from embody import exits
-from embody.commands import add_set, any_int, positive_int
+from embody.commands import add_set, any_int, nonneg_int, positive_float, positive_int
 
-TEACHERS = ("scripted", "text", "visual", "fused")
+TEACHERS = ("scripted", "text", "visual", "fused", "person")
 
 
 def add_judge_arguments(p: argparse.ArgumentParser) -> None:
@@ -37,6 +37,8 @@ class Judges:
     vlm_url: str | None = None
     vlm_model: str = "judge"
     repeats: int = 3
+    port: int = 0  # the labelling page's (person)
+    timeout_s: float = 3600.0  # how long the page waits for a person's labels per session
 
 
 @contextlib.contextmanager
@@ -50,10 +52,14 @@ def judge_teacher(cfg, teacher: str, judges: Judges) -> Iterator:
     from .standins import text_standin, visual_standin
     from .teacher import PRIMTTeacher
 
-    if teacher not in ("text", "visual", "fused"):
+    if teacher not in ("text", "visual", "fused", "person"):
         yield None
         return
     brief = brief_for(cfg.task)
+    if teacher == "person":
+        with person_teacher(cfg, judges.port, judges.timeout_s) as person:
+            yield person
+        return
     with contextlib.ExitStack() as stack:
 
         def endpoint(url: str | None, standin, kind: str) -> str:
@@ -78,11 +84,62 @@ def judge_teacher(cfg, teacher: str, judges: Judges) -> Iterator:
         yield PRIMTTeacher(text=text, visual=visual)
 
 
+@contextlib.contextmanager
+def person_teacher(cfg, port: int, timeout_s: float) -> Iterator:
+    """A person labelling at the local page (``labelling.py``) while the context lasts."""
+    from embody.runs import build_env
+
+    from .briefs import brief_for
+    from .frames import SceneRenderer
+    from .labelling import LabelServer, PersonTeacher
+
+    brief = brief_for(cfg.task)
+    env = build_env(cfg, n_envs=1)  # the task instance the scene's pose reads
+    server, renderer = LabelServer(cfg.task, port), SceneRenderer(brief.scene)
+    print(f"label the queries at {server.url}", file=sys.stderr)
+    try:
+        yield PersonTeacher(server, renderer, brief.pose, env.task, timeout_s)
+    finally:
+        server.close()
+        renderer.close()
+        env.close()
+
+
+def label_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("pairs", help="a preference file (safetensors; e.g. RUN/preferences.safetensors) to label")
+    p.add_argument("--task", required=True, help="the task the pairs come from (it draws them)")
+    p.add_argument("--out", required=True, metavar="FILE", help="the person's labels: a preference file")
+    p.add_argument("--port", type=nonneg_int, default=8765, help="the page's port on 127.0.0.1 (0: any free)")
+    p.add_argument("--timeout-s", type=positive_float, default=3600.0, help="stop waiting after this long")
+
+
+def run_label(args) -> int:
+    """Serve the pairs of a preference file for a person; write their labels as a preference file."""
+    from embody.policies.preference import PreferenceDataset
+    from embody.runs import build_env
+    from embody.train import resolve_config
+
+    cfg = resolve_config(args.task)
+    env = build_env(cfg, n_envs=1)
+    sizes = env.observation_size, env.action_size
+    env.close()
+    data = PreferenceDataset.load(Path(args.pairs), *sizes)  # a bad file fails before any page is served
+    keys = ("obs", "actions", "rewards")
+    with person_teacher(cfg, args.port, args.timeout_s) as person:
+        labels = person.label({k: data.data[k] for k in keys})
+    out = PreferenceDataset()
+    out.add({k: data.data[k] for k in keys}, labels)
+    out.save(Path(args.out))
+    print(json.dumps({"pairs": len(labels), "labelled": len(out), "out": args.out}))
+    return exits.OK
+
+
 def train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("task", help="a task with a judge brief: cartpole-swingup, arm-reach")
     p.add_argument("--teacher", choices=TEACHERS, default="text", help="who answers the queries (default text)")
     add_judge_arguments(p)
     p.add_argument("--repeats", type=positive_int, default=3, help="askings per pair, order swapped (default 3)")
+    p.add_argument("--port", type=nonneg_int, default=8765, help="--teacher person: the page's port (0: any free)")
     p.add_argument("--steps", type=positive_int, help="total env steps")
     p.add_argument("--envs", type=positive_int, help="number of parallel envs")
     p.add_argument("--seed", type=any_int)
@@ -98,14 +155,14 @@ def run_train(args) -> int:
     out = Path(args.out or f"runs/{cfg.task}-primt-{time.strftime('%Y%m%d-%H%M%S')}")
     if (out / "checkpoint").exists():
         raise exits.CommandError(f"{out} already holds a run; choose another --out")
-    where = Judges(args.llm_url, args.llm_model, args.vlm_url, args.vlm_model, args.repeats)
+    where = Judges(args.llm_url, args.llm_model, args.vlm_url, args.vlm_model, args.repeats, args.port)
     with judge_teacher(cfg, args.teacher, where) as teacher:
         summary = train(cfg, out, teacher=teacher)
         judges = {
             "teacher": args.teacher,
             "llm_url": args.llm_url or "stand-in",
             "vlm_url": args.vlm_url or "stand-in",
-            **(teacher.stats() if teacher else {}),
+            **(teacher.stats() if hasattr(teacher, "stats") else {}),
         }
     (out / "judges.json").write_text(json.dumps(judges, indent=2))
     print(json.dumps(summary | {"judges": judges}, indent=2))

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from embody.extras import require
+
 
 def keyframes(obs: np.ndarray, n: int = 8) -> np.ndarray:
     """Sorted step indices (≤ n) of a segment's observations (L, o) (see the module)."""
@@ -129,7 +131,7 @@ class SceneRenderer:
 
 def png_data_url(image: np.ndarray) -> str:
     """An RGB image (H, W, 3) as a ``data:image/png;base64,...`` URL."""
-    import cv2
+    cv2 = require("cv2", "primt")
 
     ok, buf = cv2.imencode(".png", image[..., ::-1])
     if not ok:
@@ -139,7 +141,7 @@ def png_data_url(image: np.ndarray) -> str:
 
 def decode_data_url(url: str) -> np.ndarray:
     """The RGB image of a ``data:image/...;base64,`` URL; ``ValueError`` for anything else."""
-    import cv2
+    cv2 = require("cv2", "primt")
 
     head, _, data = url.partition(",")
     if not (head.startswith("data:image/") and head.endswith(";base64")):

@@ -13,6 +13,12 @@ def register(api) -> None:
         cli.run_train,
     )
     api.command(
+        "primt label",
+        "a local web page where a person labels a preference file's pairs (videos side by side, keys, undo)",
+        cli.label_arguments,
+        cli.run_label,
+    )
+    api.command(
         "primt study",
         "return and reward quality vs feedback budget: true reward, scripted teacher, text judge; over seeds",
         cli.study_arguments,

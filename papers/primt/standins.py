@@ -14,6 +14,8 @@ import re
 
 import numpy as np
 
+from embody.extras import require
+
 from .briefs import evaluate
 
 
@@ -53,14 +55,14 @@ def _decide(score: dict[int, float], tie: float) -> str:
 
 
 def _hue(rgb: tuple[int, int, int]) -> int:
-    import cv2
+    cv2 = require("cv2", "primt")
 
     return int(cv2.cvtColor(np.uint8([[rgb]]), cv2.COLOR_RGB2HSV)[0, 0, 0])
 
 
 def blob_centroids(image: np.ndarray, hues: dict[str, int], tol: int = 8) -> dict[str, np.ndarray]:
     """{colour: (x, y) centroid in image heights} of the saturated pixels within ``tol`` of each hue."""
-    import cv2
+    cv2 = require("cv2", "primt")
 
     hsv = cv2.cvtColor(np.ascontiguousarray(image), cv2.COLOR_RGB2HSV).astype(int)
     vivid = (hsv[..., 1] > 120) & (hsv[..., 2] > 50)

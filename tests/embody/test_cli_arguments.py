@@ -57,6 +57,7 @@ INPUT_PATHS = {
     "blindfolded train": [["blindfolded", "train", "--domain", "peg", "--demos", MISSING, "--out", "{tmp}/b"]],
     "blindfolded import": [["blindfolded", "import", "--dataset", MISSING, "--out", "{tmp}/b"]],
     "blindfolded merge": [["blindfolded", "merge", "--from", MISSING, "--out", "{tmp}/b"]],
+    "primt label": [["primt", "label", MISSING, "--task", "cartpole-swingup", "--out", "{tmp}/p.safetensors"]],
 }
 NO_INPUT_FILES = {
     "list",

@@ -4,6 +4,7 @@ deciding from the prompt's numbers alone; the fusion rules; ``embody primt train
 
 import json
 import socket
+import time
 
 import numpy as np
 import pytest
@@ -201,3 +202,69 @@ def test_every_brief_names_real_channels_and_draws_its_scene(task):
     renderer.close()
     env.close()
     assert image.shape == (1, 48, 48, 3) and image.std() > 0
+
+
+def test_a_person_labels_five_pairs_with_the_keyboard_in_a_real_headless_browser(tmp_path):
+    import threading
+    import urllib.error
+    import urllib.request
+
+    from browser import HeadlessChromium
+
+    from embody.cli import main
+    from embody.policies.preference import PreferenceDataset, SegmentHistory
+
+    rng = np.random.default_rng(0)
+    history = SegmentHistory(40, 2, 5, 1)
+    for _ in range(40):
+        th = rng.uniform(-np.pi, np.pi, 2)
+        obs = np.stack([rng.uniform(-1, 1, 2), np.cos(th), np.sin(th), np.zeros(2), np.zeros(2)], 1)
+        history.add(obs, rng.uniform(-1, 1, (2, 1)), rng.random(2), np.zeros(2, bool))
+    pairs = PreferenceDataset()
+    pairs.add(history.pairs(5, 8, rng), np.zeros(5))
+    pairs.save(tmp_path / "pairs.safetensors")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "person.safetensors"
+    argv = ["primt", "label", str(tmp_path / "pairs.safetensors"), "--task", "cartpole-swingup"]
+    argv += ["--out", str(out), "--port", str(port), "--timeout-s", "120"]
+    done = {}
+    worker = threading.Thread(target=lambda: done.setdefault("rc", main(argv)))
+    worker.start()
+    url = f"http://127.0.0.1:{port}/"
+
+    def post(path: str, body: dict) -> int:
+        req = urllib.request.Request(url + path, json.dumps(body).encode(), {"Content-Type": "application/json"})
+        try:
+            return urllib.request.urlopen(req, timeout=5).status
+        except urllib.error.HTTPError as e:
+            return e.code
+
+    for _ in range(600):  # the page is up once the videos are rendered
+        try:
+            if len(json.load(urllib.request.urlopen(url + "api/pairs", timeout=5))["pairs"]) == 5:
+                break
+        except OSError:
+            pass
+        time.sleep(0.1)
+    assert post("api/label", {"pair": "nope", "label": "first"}) == 404
+    assert post("api/label", {"pair": "q0", "label": "best"}) == 400
+    assert post("api/undo", {}) == 409
+    browser = HeadlessChromium(url)
+    try:
+        browser.wait_for("document.getElementById('progress').textContent === '0 / 5 labelled'")
+        for n, key in enumerate(["ArrowLeft", "2", "=", "s"], start=1):
+            browser.press(key)
+            browser.wait_for(f"document.getElementById('progress').textContent === '{n} / 5 labelled'")
+        browser.press("u")  # undo the skip
+        browser.wait_for("document.getElementById('progress').textContent === '3 / 5 labelled'")
+        browser.press("1")
+        browser.wait_for("document.getElementById('progress').textContent === '4 / 5 labelled'")
+        browser.press("ArrowRight")
+        worker.join(timeout=60)
+    finally:
+        browser.close()
+    assert done.get("rc") == 0
+    labels = PreferenceDataset.load(out, 5, 1).data["labels"]
+    assert labels.tolist() == [0, 1, 0.5, 0, 1]
