@@ -21,6 +21,7 @@ Shapes: ``E`` ensemble members, ``k`` pairs, ``L`` segment length, ``o`` observa
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -71,7 +72,9 @@ class PreferenceError(ValueError):
 
 class Teacher(Protocol):
     """Answers queries: ``pairs`` holds ``obs`` (k, 2, L, o), ``actions`` (k, 2, L, a) and ``rewards`` (k, 2, L) (the
-    env's, which only a scripted teacher may read); returns labels (k,): 0, 1, 0.5 or NaN (see the module)."""
+    env's, which only a scripted teacher may read); returns labels (k,): 0, 1, 0.5 or NaN (see the module). A
+    teacher may also have ``aux_loss(model, obs (B, 2, L, o), actions, labels (B,)) → scalar``, added to the reward
+    model's loss (e.g. PRIMT's hindsight)."""
 
     def label(self, pairs: dict[str, np.ndarray]) -> np.ndarray: ...
 
@@ -292,6 +295,8 @@ class PreferenceLearner:
         self.next_session = 0  # env steps
         self.accuracy = float("nan")
         self.entropy_scale = Normalizer(1)
+        # an extra term of the reward model's loss, from the teacher when it has one (see ``Teacher``)
+        self.aux_loss: Callable[..., torch.Tensor] | None = getattr(teacher, "aux_loss", None)
 
     # -- SAC's RewardLearner ------------------------------------------------------------------
     def observe(self, sac, rows: dict[str, np.ndarray], done: np.ndarray) -> None:
@@ -378,6 +383,8 @@ class PreferenceLearner:
         for _ in range(c.epochs):
             for idx in torch.randperm(len(labels)).split(c.batch):
                 loss = bradley_terry_loss(self.model.preference_logits(obs[idx], actions[idx]), labels[idx])
+                if self.aux_loss is not None:
+                    loss = loss + self.aux_loss(self.model, obs[idx], actions[idx], labels[idx])
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 self.optimizer.step()

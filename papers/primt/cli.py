@@ -18,7 +18,7 @@ from pathlib import Path
 from embody import exits
 from embody.commands import add_set, any_int, nonneg_int, positive_float, positive_int
 
-TEACHERS = ("scripted", "text", "visual", "fused", "person")
+TEACHERS = ("scripted", "text", "visual", "fused", "fused+hindsight", "person")
 
 
 def add_judge_arguments(p: argparse.ArgumentParser) -> None:
@@ -48,11 +48,12 @@ def judge_teacher(cfg, teacher: str, judges: Judges) -> Iterator:
     from embody.chat import ChatClient, LoopbackChatServer
 
     from .briefs import brief_for
+    from .hindsight import HindsightLoss
     from .judges import TextJudge, VisualJudge
     from .standins import text_standin, visual_standin
     from .teacher import PRIMTTeacher
 
-    if teacher not in ("text", "visual", "fused", "person"):
+    if teacher not in ("text", "visual", "fused", "fused+hindsight", "person"):
         yield None
         return
     brief = brief_for(cfg.task)
@@ -70,10 +71,11 @@ def judge_teacher(cfg, teacher: str, judges: Judges) -> Iterator:
             return url
 
         text = visual = None
-        if teacher in ("text", "fused"):
+        fused = teacher.startswith("fused")
+        if teacher == "text" or fused:
             client = ChatClient(endpoint(judges.llm_url, text_standin, "text"), judges.llm_model)
             text = TextJudge(client, brief, judges.repeats)
-        if teacher in ("visual", "fused"):
+        if teacher == "visual" or fused:
             from embody.runs import build_env
 
             env = build_env(cfg, n_envs=1)  # the task instance the scene's pose reads
@@ -81,7 +83,9 @@ def judge_teacher(cfg, teacher: str, judges: Judges) -> Iterator:
             client = ChatClient(endpoint(judges.vlm_url, visual_standin, "visual"), judges.vlm_model)
             visual = VisualJudge(client, brief, judges.repeats, task=env.task)
             stack.callback(visual.renderer.close)
-        yield PRIMTTeacher(text=text, visual=visual)
+        yield PRIMTTeacher(
+            text=text, visual=visual, aux_loss=HindsightLoss() if teacher.endswith("hindsight") else None
+        )
 
 
 @contextlib.contextmanager

@@ -3,7 +3,8 @@ teacher, over seeds, as resumable jobs of the core runner (``embody.jobs``).
 
 Arms: ``true`` (SAC on the env's reward: the upper bound), ``scripted`` (B-Pref's teacher from the true reward,
 no noise by default), ``text``, ``visual`` and ``fused`` (the text judge, the visual judge, both fused: the
-information-limited stand-ins on loopback, or the models at ``llm_url`` / ``vlm_url``). Each job trains one arm at one budget into OUT/runs/JOB/ and keeps its evaluation and its last
+information-limited stand-ins on loopback, or the models at ``llm_url`` / ``vlm_url``), ``fused+hindsight``
+(fused, with hindsight's causal loss). Each job trains one arm at one budget into OUT/runs/JOB/ and keeps its evaluation and its last
 metrics row (feedback kept, the labels' agreement with the true reward, the reward model's Spearman correlation
 with the true segment returns on fresh segments of the final policy's experience) and the judge's counters.
 """
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from embody.jobs import Job, JobStore, run_jobs
 
-ARMS = ("true", "scripted", "text", "visual", "fused")
+ARMS = ("true", "scripted", "text", "visual", "fused", "fused+hindsight")
 
 
 @dataclass

@@ -7,17 +7,20 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .fusion import FusionWeights, fuse
+from .hindsight import HindsightLoss
 from .judges import ChatJudge
 
 
 @dataclass
 class PRIMTTeacher:
     """Labels pairs with ``text`` and/or ``visual`` judges (``embody.policies.preference.Teacher``): one judge's
-    majority, or both fused (``fusion``); unsure → 0.5."""
+    majority, or both fused (``fusion``); unsure → 0.5. With ``aux_loss``, the reward model also learns from
+    hindsight counterfactuals."""
 
     text: ChatJudge | None = None
     visual: ChatJudge | None = None
     fusion: FusionWeights = field(default_factory=FusionWeights)
+    aux_loss: HindsightLoss | None = None  # hindsight's causal loss, picked up by the core's preference learner
 
     def __post_init__(self):
         if self.text is None and self.visual is None:

@@ -136,7 +136,7 @@ def test_the_tiny_study_writes_its_report_and_resumes(tmp_path, capsys):
     assert main(["primt", "study", "--scale", "tiny", "--out", str(out)]) == 0
     result = json.loads((out / "results.json").read_text())
     arms = {(e["arm"], e["budget"]) for e in result["table"]}
-    assert arms == {("true", 0), ("scripted", 16), ("text", 16), ("visual", 16), ("fused", 16)}
+    assert arms == {("true", 0), *((a, 16) for a in ("scripted", "text", "visual", "fused", "fused+hindsight"))}
     text = next(e for e in result["table"] if e["arm"] == "text")
     assert text["judges"]["text"]["asked"] == 2 * 16 and text["feedback"] == 16
     assert (out / "return_vs_budget.png").stat().st_size > 0 and "| cartpole-swingup | text | 16 |" in (
@@ -144,7 +144,7 @@ def test_the_tiny_study_writes_its_report_and_resumes(tmp_path, capsys):
     ).read_text()
     capsys.readouterr()
     assert main(["primt", "study", "--scale", "tiny", "--out", str(out)]) == 0
-    assert "resuming: 5 of 5 jobs" in capsys.readouterr().err
+    assert "resuming: 6 of 6 jobs" in capsys.readouterr().err
 
 
 def test_keyframes_keep_the_ends_held_poses_and_change_points():
@@ -268,3 +268,31 @@ def test_a_person_labels_five_pairs_with_the_keyboard_in_a_real_headless_browser
     assert done.get("rc") == 0
     labels = PreferenceDataset.load(out, 5, 1).data["labels"]
     assert labels.tolist() == [0, 1, 0.5, 0, 1]
+
+
+def test_hindsight_teaches_that_the_preferred_actions_beat_their_edits_and_reaches_the_learner():
+    import torch
+
+    from embody.papers.primt.hindsight import HindsightLoss
+    from embody.papers.primt.teacher import PRIMTTeacher
+    from embody.policies.preference import PreferenceConfig, PreferenceLearner, RewardModel
+
+    torch.manual_seed(0)
+    model, loss = RewardModel(3, 2, [32, 32], ensemble=2), HindsightLoss(edits=5, weight=1.0)
+    obs, actions = torch.randn(16, 2, 10, 3), torch.rand(16, 2, 10, 2) * 0.5  # preferred actions in [0, 0.5]
+    labels = torch.tensor([0.0, 1.0] * 8)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    before = loss(model, obs, actions, labels).item()
+    for _ in range(200):
+        opt.zero_grad()
+        loss(model, obs, actions, labels).backward()
+        opt.step()
+    assert loss(model, obs, actions, labels).item() < 0.7 * before  # softplus(gap) from log 2 towards 0
+    with torch.no_grad():
+        s, a = obs[:, 0], actions[:, 0]
+        edited = (a + 0.3 * (2 * torch.rand_like(a) - 1)).clamp(-1, 1)
+        assert (model(s, edited) - model(s, a)).mean() < -0.1  # fresh edits earn less than the preferred steps
+    assert loss(model, obs, actions, torch.full((16,), 0.5)).item() == 0  # no strict label: no counterfactuals
+    with LoopbackChatServer(respond=text_standin) as server:
+        teacher = PRIMTTeacher(text=TextJudge(ChatClient(server.url, "m"), BRIEF), aux_loss=HindsightLoss())
+        assert PreferenceLearner(PreferenceConfig(), teacher, 5, 1, 1).aux_loss is teacher.aux_loss
