@@ -46,9 +46,12 @@ BRIEFS = {
     "cartpole-swingup": Brief(
         "cartpole-swingup",
         "A cart on a rail swings a pole from hanging down to upright and balances it there, the cart near the "
-        "rail's centre. pole_cos is 1 when the pole is upright and -1 when it hangs down.",
+        "rail's centre and the pole still once up. pole_cos is 1 when the pole is upright and -1 when it hangs "
+        "down; getting it up matters most.",
         {"cart_x": 0, "pole_cos": 1, "pole_sin": 2, "cart_vel": 3, "pole_angvel": 4},
-        (("maximize", "pole_cos"), ("minimize", "abs(cart_x)"), ("minimize", "abs(pole_angvel)")),
+        # pole_cos alone: with the cart's offset and the pole's speed as goals too, the stand-in preferred a pole
+        # hanging still to one swinging up (labels agreed with the true reward 37 % of the time)
+        (("maximize", "pole_cos"),),
         Scene(
             "cartpole",
             {"cart": ("red", (0.9, 0.1, 0.1)), "pole": ("blue", (0.1, 0.2, 0.9))},

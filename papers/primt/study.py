@@ -29,7 +29,7 @@ class StudyConfig:
     arms: list[str] = field(default_factory=lambda: list(ARMS))
     budgets: list[int] = field(default_factory=lambda: [100, 500])
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
-    steps: int = 60_000
+    steps: int = 80_000
     envs: int = 16
     repeats: int = 3  # askings per pair, order swapped
     llm_url: str | None = None  # None: the stand-in
@@ -39,7 +39,6 @@ class StudyConfig:
     sets: list[str] = field(
         default_factory=lambda: [
             "sac.learning_starts=2000",
-            "sac.utd=0.5",
             "preference.unsup_steps=9000",
             "preference.every=5000",
             "preference.per_session=50",
