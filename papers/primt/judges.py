@@ -28,10 +28,12 @@ _FENCE = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.S)
 
 @dataclass
 class JudgeStats:
-    """Counters for the report: askings, decisive answers, answers of 0, unparseable replies, endpoint errors."""
+    """Counters for the report: askings, decisive answers (and those naming the segment shown first: a position
+    bias shows as ``first`` far from half of ``decisive``), answers of 0, unparseable replies, endpoint errors."""
 
     asked: int = 0
     decisive: int = 0
+    first: int = 0
     unsure: int = 0
     unparseable: int = 0
     errors: int = 0
@@ -91,6 +93,7 @@ class ChatJudge:
             self.stats.unparseable += 1
             return 0
         self.stats.decisive += answer != 0
+        self.stats.first += answer == 1
         self.stats.unsure += answer == 0
         return answer
 

@@ -5,6 +5,7 @@ def register(api) -> None:
     """Add the ``embody primt`` commands."""
     from . import cli
 
+    api.benchmark("primt", "embody.papers.primt.bench")
     api.command("primt", "preference RL from foundation-model judges (papers/primt)")
     api.command(
         "primt train",

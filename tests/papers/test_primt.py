@@ -49,13 +49,21 @@ def test_the_order_swap_makes_a_position_biased_judge_unsure_and_the_stand_in_re
         judge = TextJudge(ChatClient(biased.url, "m"), BRIEF, repeats=4)
         v = judge.judge(cartpole_pairs())
         assert v.p_second.tolist() == [0.5, 0.5] and v.labels().tolist() == [0.5, 0.5]
+        assert judge.stats.first == judge.stats.decisive == 8  # the bias, visible in the counters
         prompt = biased.requests[0]["body"]["messages"][0]["content"]
     assert "Goal: maximize pole_cos" in prompt and "reward" not in prompt.lower()
     with LoopbackChatServer(respond=text_standin) as standin:
         judge = TextJudge(ChatClient(standin.url, "m"), BRIEF, repeats=3)
         assert judge.judge(cartpole_pairs()).labels().tolist() == [1, 1]
         assert judge.judge(cartpole_pairs(better_second=False)).labels().tolist() == [0, 0]
-    assert judge.stats.as_dict() == {"asked": 12, "decisive": 12, "unsure": 0, "unparseable": 0, "errors": 0}
+    assert judge.stats.as_dict() == {
+        "asked": 12,
+        "decisive": 12,
+        "first": 6,
+        "unsure": 0,
+        "unparseable": 0,
+        "errors": 0,
+    }
 
 
 def test_every_endpoint_failure_is_an_unsure_answer_counted_and_never_a_crash():
@@ -73,6 +81,7 @@ def test_every_endpoint_failure_is_an_unsure_answer_counted_and_never_a_crash():
     assert v.p_second.tolist() == [1.0] and judge.stats.as_dict() == {
         "asked": 6,
         "decisive": 1,
+        "first": 0,
         "unsure": 1,
         "unparseable": 1,
         "errors": 3,
@@ -296,3 +305,19 @@ def test_hindsight_teaches_that_the_preferred_actions_beat_their_edits_and_reach
     with LoopbackChatServer(respond=text_standin) as server:
         teacher = PRIMTTeacher(text=TextJudge(ChatClient(server.url, "m"), BRIEF), aux_loss=HindsightLoss())
         assert PreferenceLearner(PreferenceConfig(), teacher, 5, 1, 1).aux_loss is teacher.aux_loss
+
+
+def test_the_llm_bench_measures_a_judge_at_a_url(tmp_path, capsys):
+    from embody.cli import main
+    from embody.policies.preference import PreferenceDataset
+
+    pairs = cartpole_pairs(k=4)
+    pairs["rewards"][:, 1] = 1.0  # the upright segments are the better ones
+    d = PreferenceDataset()
+    d.add(pairs, np.zeros(4))
+    d.save(tmp_path / "pairs.safetensors")
+    with LoopbackChatServer(respond=text_standin) as server:
+        argv = ["bench", "primt", str(tmp_path / "pairs.safetensors"), "--llm-url", server.url, "--repeats", "2"]
+        assert main(argv + ["--out", str(tmp_path / "bench")]) == 0
+    result = json.loads((tmp_path / "bench" / "results.json").read_text())
+    assert result["agreement"] == 1.0 and result["unsure"] == 0 and result["first_position_rate"] == 0.5
