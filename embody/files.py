@@ -34,3 +34,31 @@ def write_atomic(path: str | Path, data: bytes | str) -> Path:
     os.replace(tmp, path)
     fsync_dir(path.parent)
     return path
+
+
+def save_arrays(path: str | Path, arrays: dict, meta: dict[str, str]) -> None:
+    """Numpy ``arrays`` and string ``meta`` as one safetensors file, written beside ``path`` and renamed into place."""
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.partial")
+    save_file({k: np.ascontiguousarray(v) for k, v in arrays.items()}, str(tmp), metadata=meta)
+    os.replace(tmp, path)
+
+
+def load_arrays(path: str | Path, fmt: str, keys, error: type[Exception], what: str) -> tuple[dict[str, str], dict]:
+    """(meta, arrays) of a file ``save_arrays`` wrote with ``meta["format"] == fmt`` and exactly ``keys``; a missing,
+    damaged or foreign file raises ``error`` naming ``path`` and ``what`` it should have been."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), "np") as f:
+            meta, arrays = f.metadata() or {}, {k: f.get_tensor(k) for k in f.keys()}
+    except FileNotFoundError:
+        raise error(f"{path}: {what} file is missing") from None
+    except Exception as e:  # noqa: BLE001 - safetensors raises several types for damaged files
+        raise error(f"{path}: not a readable {what} ({e})") from None
+    if meta.get("format") != fmt or set(arrays) != set(keys):
+        raise error(f"{path}: not an embody {what} (keys {sorted(arrays)})")
+    return meta, arrays

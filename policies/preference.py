@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from embody import exits
+from embody.files import load_arrays, save_arrays
 
 from .networks import EnsembleMLP, Normalizer
 
@@ -231,26 +232,12 @@ class PreferenceDataset:
         return float((labels[strict] == truth).mean()) if strict.any() else float("nan")
 
     def save(self, path: Path) -> None:
-        from safetensors.numpy import save_file
-
-        tmp = path.with_name(f".{path.name}.partial")
-        save_file({k: np.ascontiguousarray(v) for k, v in self.data.items()}, str(tmp), {"format": "embody.prefs"})
-        tmp.replace(path)
+        save_arrays(path, self.data, {"format": "embody.prefs"})
 
     @classmethod
     def load(cls, path: Path, obs_size: int, action_size: int) -> PreferenceDataset:
         """A dataset written by ``save`` whose shapes fit the task; anything else raises ``PreferenceError``."""
-        from safetensors import safe_open
-
-        try:
-            with safe_open(str(path), "np") as f:
-                meta, data = f.metadata() or {}, {k: f.get_tensor(k) for k in f.keys()}
-        except FileNotFoundError:
-            raise PreferenceError(f"{path}: preference dataset is missing") from None
-        except Exception as e:  # noqa: BLE001 - safetensors raises several types for damaged files
-            raise PreferenceError(f"{path}: not a readable preference dataset ({e})") from None
-        if meta.get("format") != "embody.prefs" or set(data) != set(cls.KEYS):
-            raise PreferenceError(f"{path}: not an embody preference dataset (keys {sorted(data)})")
+        _, data = load_arrays(path, "embody.prefs", cls.KEYS, PreferenceError, "preference dataset")
         n = len(data["labels"])
         if data["obs"].shape[::3] != (n, obs_size) or data["actions"].shape[::3] != (n, action_size):
             raise PreferenceError(

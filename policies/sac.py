@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from embody import exits
+from embody.files import load_arrays, save_arrays
 
 from .networks import EnsembleMLP, Normalizer, mlp
 
@@ -232,28 +233,13 @@ class ReplayBuffer:
 
     def save(self, path: Path) -> None:
         """The filled rows (in ring order) as safetensors with a JSON header, written atomically."""
-        from safetensors.numpy import save_file
-
-        tensors = {k: np.ascontiguousarray(v[: self.size]) for k, v in self.data.items()}
         meta = {"format": "embody.replay", "version": "1", "capacity": str(self.capacity), "ptr": str(self.ptr)}
-        tmp = path.with_name(f".{path.name}.partial")
-        save_file(tensors, str(tmp), metadata=meta)
-        tmp.replace(path)
+        save_arrays(path, {k: v[: self.size] for k, v in self.data.items()}, meta)
 
     def restore(self, path: Path) -> ReplayBuffer:
         """Fill this buffer from a file written by ``save`` (its capacity kept, its shapes checked); anything else
         raises ``ReplayBufferError`` naming the file. Episodes a HER buffer had not finished are not in the file."""
-        from safetensors import safe_open
-
-        try:
-            with safe_open(str(path), "np") as f:
-                meta, arrays = f.metadata() or {}, {k: f.get_tensor(k) for k in f.keys()}
-        except FileNotFoundError:
-            raise ReplayBufferError(f"{path}: replay buffer file is missing") from None
-        except Exception as e:  # noqa: BLE001 - safetensors raises several types for damaged files
-            raise ReplayBufferError(f"{path}: not a readable replay buffer ({e})") from None
-        if meta.get("format") != "embody.replay" or set(arrays) != set(self.KEYS):
-            raise ReplayBufferError(f"{path}: not an embody replay buffer (keys {sorted(arrays)})")
+        meta, arrays = load_arrays(path, "embody.replay", self.KEYS, ReplayBufferError, "replay buffer")
         n, ptr = len(arrays["obs"]), int(meta["ptr"])
         for k in self.KEYS:
             if arrays[k].shape[1:] != self.data[k].shape[1:] or len(arrays[k]) != n:

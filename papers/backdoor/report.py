@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from embody.files import write_atomic
-from embody.stats import bootstrap_ci
+from embody.stats import add_means, ci_cell
 
 METRICS = ("lift", "target_trigger", "target_clean", "spec_held", "score", "collision", "target_patch")
 DEFENCE = ("defence_detection_rate", "defence_false_positive_rate", "defence_auc")
@@ -25,13 +25,7 @@ def summarize(rows: list[dict], keys: tuple[str, ...]) -> list[dict]:
         groups[tuple(r[k] for k in keys)].append(r)
     out = []
     for key, members in groups.items():
-        entry = dict(zip(keys, key)) | {"n": len(members)}
-        for m in METRICS + DEFENCE:
-            values = [r[m] for r in members if m in r and np.isfinite(r[m])]
-            if values:
-                entry[m] = float(np.mean(values))
-                entry[f"{m}_ci"] = bootstrap_ci(values)
-        out.append(entry)
+        out.append(add_means(dict(zip(keys, key)) | {"n": len(members)}, members, METRICS + DEFENCE))
     return out
 
 
@@ -81,13 +75,6 @@ def write(rows: list[dict], config: dict, out: Path, command: str, log=print) ->
     return result
 
 
-def _ci(e: dict, m: str) -> str:
-    if m not in e:
-        return "—"
-    lo, hi = e[f"{m}_ci"]
-    return f"{e[m]:.2f} [{lo:.2f}, {hi:.2f}]"
-
-
 def markdown(r: dict) -> str:
     cfg = r["config"]
     lines = [
@@ -103,7 +90,7 @@ def markdown(r: dict) -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for e in sorted(r["table"], key=lambda e: (e["variant"], e["agent"])):
-        cells = " | ".join(_ci(e, m) for m in METRICS)
+        cells = " | ".join(ci_cell(e, m) for m in METRICS)
         lines.append(f"| {e['variant']} | {e['agent']} | {cells} |")
     lines += ["", "Competence bar (clean agent's driving score ≥ 0.8 of the expert's):"]
     lines += [f"- {a}: {'met' if ok else 'NOT met'}" for a, ok in r["competent"].items()]
@@ -111,7 +98,7 @@ def markdown(r: dict) -> str:
     lines += ["| combination | agent | poison rate | lift | false triggers |", "|---|---|---|---|---|"]
     for e in sorted(r["per_combo"], key=lambda e: (e["combo"], e["agent"], e["poison_rate"])):
         lines.append(
-            f"| {e['combo']} | {e['agent']} | {e['poison_rate']:g} | {_ci(e, 'lift')} | {_ci(e, 'target_patch')} |"
+            f"| {e['combo']} | {e['agent']} | {e['poison_rate']:g} | {ci_cell(e, 'lift')} | {ci_cell(e, 'target_patch')} |"
         )
     lines += [
         "",
@@ -123,7 +110,7 @@ def markdown(r: dict) -> str:
     ]
     for e in sorted(r["table"], key=lambda e: (e["variant"], e["agent"])):
         if DEFENCE[0] in e:
-            lines.append(f"| {e['variant']} | {e['agent']} | " + " | ".join(_ci(e, m) for m in DEFENCE) + " |")
+            lines.append(f"| {e['variant']} | {e['agent']} | " + " | ".join(ci_cell(e, m) for m in DEFENCE) + " |")
     lines += ["", "The paper's claims at this scale:"]
     lines += [f"- {k}: {v}" for k, v in r["claims"].items()]
     return "\n".join(lines) + "\n"

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from embody.stats import ci_cell
+
 from .config import SETTINGS
 from .policy import AGENTS
-
-
-def _ci(s: dict, key: str, spec: str = ".2f") -> str:
-    lo, hi = s[f"{key}_ci"]
-    return f"{s[key]:{spec}} [{lo:{spec}}, {hi:{spec}}]"
 
 
 def write_report(result: dict, out: Path) -> Path:
@@ -39,8 +36,8 @@ def write_report(result: dict, out: Path) -> Path:
             s = ev["settings"].get(agent, {}).get(setting)
             if s:
                 lines.append(
-                    f"| {setting} ({', '.join(scenarios)}) | {agent} | {_ci(s, 'score')} | "
-                    f"{_ci(s, 'collision')} | {_ci(s, 'progress_m', '.0f')} |"
+                    f"| {setting} ({', '.join(scenarios)}) | {agent} | {ci_cell(s, 'score')} | "
+                    f"{ci_cell(s, 'collision')} | {ci_cell(s, 'progress_m', '.0f')} |"
                 )
     lines += [
         "",
@@ -65,12 +62,12 @@ def write_report(result: dict, out: Path) -> Path:
         "|---|---|---|---|---|",
     ]
     lines += [
-        f"| {r['branch_points']:g} | {r.get('proposal_points', 0):g} | {r['plans']:g} | {_ci(r, 'score')} | "
+        f"| {r['branch_points']:g} | {r.get('proposal_points', 0):g} | {r['plans']:g} | {ci_cell(r, 'score')} | "
         f"{r['collision']:.2f} |"
         for r in ev["sweep_data_size"]
     ]
     lines += ["", "| K | score | collision |", "|---|---|---|"]
-    lines += [f"| {r['k']} | {_ci(r, 'score')} | {r['collision']:.2f} |" for r in ev["sweep_k"]]
+    lines += [f"| {r['k']} | {ci_cell(r, 'score')} | {r['collision']:.2f} |" for r in ev["sweep_k"]]
     cf, prop = tr.get("counterfactual", {}), tr.get("proposals")
     dagger = "; ".join(
         f"round {i + 1}: collided in {r['collisions']}/{r['episodes']}, +{r['labels']} labels"

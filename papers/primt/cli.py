@@ -89,8 +89,9 @@ def judge_teacher(cfg, teacher: str, judges: Judges) -> Iterator:
 
 
 @contextlib.contextmanager
-def person_teacher(cfg, port: int, timeout_s: float) -> Iterator:
-    """A person labelling at the local page (``labelling.py``) while the context lasts."""
+def person_teacher(cfg, port: int, timeout_s: float, env=None) -> Iterator:
+    """A person labelling at the local page (``labelling.py``) while the context lasts; ``env``: the task's, when
+    the caller has built it already (closed here)."""
     from embody.runs import build_env
 
     from .briefs import brief_for
@@ -98,7 +99,7 @@ def person_teacher(cfg, port: int, timeout_s: float) -> Iterator:
     from .labelling import LabelServer, PersonTeacher
 
     brief = brief_for(cfg.task)
-    env = build_env(cfg, n_envs=1)  # the task instance the scene's pose reads
+    env = env or build_env(cfg, n_envs=1)  # the task instance the scene's pose reads
     server, renderer = LabelServer(cfg.task, port), SceneRenderer(brief.scene)
     print(f"label the queries at {server.url}", file=sys.stderr)
     try:
@@ -119,17 +120,19 @@ def label_arguments(p: argparse.ArgumentParser) -> None:
 
 def run_label(args) -> int:
     """Serve the pairs of a preference file for a person; write their labels as a preference file."""
-    from embody.policies.preference import PreferenceDataset
+    from embody.policies.preference import PreferenceDataset, PreferenceError
     from embody.runs import build_env
     from embody.train import resolve_config
 
     cfg = resolve_config(args.task)
     env = build_env(cfg, n_envs=1)
-    sizes = env.observation_size, env.action_size
-    env.close()
-    data = PreferenceDataset.load(Path(args.pairs), *sizes)  # a bad file fails before any page is served
+    try:  # a bad file fails before any page is served
+        data = PreferenceDataset.load(Path(args.pairs), env.observation_size, env.action_size)
+    except PreferenceError:
+        env.close()
+        raise
     keys = ("obs", "actions", "rewards")
-    with person_teacher(cfg, args.port, args.timeout_s) as person:
+    with person_teacher(cfg, args.port, args.timeout_s, env) as person:
         labels = person.label({k: data.data[k] for k in keys})
     out = PreferenceDataset()
     out.add({k: data.data[k] for k in keys}, labels)

@@ -174,7 +174,7 @@ class LabelServer:
 
 @dataclass
 class PersonTeacher:
-    """A person answers through ``server``'s page; each query's segments are rendered at ``size`` px, ``fps``."""
+    """A person answers through ``server``'s page; each query's segments are rendered by ``renderer`` at ``fps``."""
 
     server: LabelServer
     renderer: object  # frames.SceneRenderer
@@ -182,7 +182,6 @@ class PersonTeacher:
     task: object = None
     timeout_s: float = 3600.0
     fps: float = 25.0
-    size: int = 224
     asked: int = 0
     _dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="embody-label-")))
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from embody.files import write_atomic
-from embody.stats import bootstrap_ci
+from embody.stats import add_means, ci_cell
 
 METRICS = ("return", "label_agreement", "reward_spearman", "feedback")
 BAR = {"spearman": 0.8, "return": 0.8}  # the bar for the scripted teacher at 0 % error
@@ -24,11 +24,7 @@ def summarize(rows: list[dict]) -> list[dict]:
     true = {task: np.mean([r["return"] for r in g]) for (task, arm, _), g in groups.items() if arm == "true"}
     out = []
     for (task, arm, budget), members in sorted(groups.items()):
-        e = {"task": task, "arm": arm, "budget": budget, "n": len(members)}
-        for m in METRICS:
-            values = [r[m] for r in members if r.get(m) is not None and np.isfinite(r[m])]
-            if values:
-                e[m], e[f"{m}_ci"] = float(np.mean(values)), bootstrap_ci(values)
+        e = add_means({"task": task, "arm": arm, "budget": budget, "n": len(members)}, members, METRICS)
         if task in true and "return" in e:
             e["of_true"] = e["return"] / true[task]
         counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -58,13 +54,6 @@ def claims(table: list[dict]) -> list[str]:
     return lines
 
 
-def _ci(e: dict, m: str, fmt: str = ".2f") -> str:
-    if m not in e:
-        return "—"
-    lo, hi = e[f"{m}_ci"]
-    return f"{e[m]:{fmt}} [{lo:{fmt}}, {hi:{fmt}}]"
-
-
 def markdown(r: dict) -> str:
     cfg = r["config"]
     text = f"the model at {cfg['llm_url']}" if cfg["llm_url"] else "the information-limited stand-in"
@@ -90,8 +79,8 @@ def markdown(r: dict) -> str:
             for kind, c in e["judges"].items()
         )
         lines.append(
-            f"| {e['task']} | {e['arm']} | {e['budget'] or '—'} | {_ci(e, 'return', '.1f')} | "
-            f"{e.get('of_true', float('nan')):.0%} | {_ci(e, 'label_agreement')} | {_ci(e, 'reward_spearman')} | "
+            f"| {e['task']} | {e['arm']} | {e['budget'] or '—'} | {ci_cell(e, 'return', '.1f')} | "
+            f"{e.get('of_true', float('nan')):.0%} | {ci_cell(e, 'label_agreement')} | {ci_cell(e, 'reward_spearman')} | "
             f"{e.get('feedback', 0):.0f} | {counts or '—'} |"
         )
     lines += ["", "## The bar", "", *(f"- {c}" for c in r["claims"]), ""]

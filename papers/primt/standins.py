@@ -25,8 +25,7 @@ def _parts(body: dict) -> list[dict]:
 
 
 def _user_text(body: dict) -> str:
-    content = body["messages"][-1]["content"]
-    return content if isinstance(content, str) else " ".join(p.get("text", "") for p in content)
+    return "\n".join(p.get("text", "") for p in _parts(body))
 
 
 def text_standin(body: dict, tie: float = 1e-3) -> str:

@@ -113,20 +113,10 @@ def test_goal_expressions_and_bad_ones():
 
 def test_primt_train_learns_from_the_stand_in_on_loopback(tmp_path, capsys):
     from embody.cli import main
+    from embody.papers.primt.study import for_scale
 
     out = tmp_path / "run"
-    sets = [
-        "sac.learning_starts=200",
-        "preference.unsup_steps=200",
-        "preference.every=200",
-        "preference.per_session=8",
-        "preference.segment=20",
-        "preference.hidden=[16,16]",
-        "sac.hidden=[32,32]",
-        "sac.log_every=200",
-        "video=false",
-        "eval_episodes=1",
-    ]
+    sets = for_scale("tiny").sets  # the tiny study's small run
     argv = ["primt", "train", "cartpole-swingup", "--envs", "4", "--steps", "800", "--repeats", "2", "--out", str(out)]
     assert main(argv + [x for s in sets for x in ("--set", s)]) == 0
     judges = json.loads((out / "judges.json").read_text())
