@@ -142,6 +142,12 @@ def _eval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--checkpoint", default="checkpoint", help="the run's checkpoint folder (a snapshot: checkpoint_600s)"
     )
+    p.add_argument(
+        "--sampled",
+        action="store_true",
+        help="draw actions from the policy's distribution, as in training, instead of taking its mean "
+        "(a behaviour only the exploration noise carries shows up as the difference)",
+    )
     add_set(p, "the run's config for evaluation", "env.randomization.enabled=false")
 
 
@@ -150,7 +156,12 @@ def _eval(args) -> int:
     from embody.train import evaluate_run
 
     summary = evaluate_run(
-        Path(args.run), episodes=args.episodes, sim=args.sim, overrides=args.set, checkpoint=args.checkpoint
+        Path(args.run),
+        episodes=args.episodes,
+        sim=args.sim,
+        overrides=args.set,
+        checkpoint=args.checkpoint,
+        deterministic=not args.sampled,
     )
     print(json.dumps(summary, indent=2))
     return exits.OK

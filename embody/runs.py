@@ -169,19 +169,21 @@ def evaluate_run(
     seed: int = 12345,
     overrides: list[str] = (),
     checkpoint: str = CHECKPOINT,
+    deterministic: bool = True,
 ) -> dict:
-    """Deterministic evaluation of a run's checkpoint (or its snapshot folder ``checkpoint``); ``overrides``
-    (``key=value``) adjust its config, e.g. ``env.randomization.enabled=false`` or a sensor source another
-    simulator offers."""
+    """Evaluation of a run's checkpoint (or its snapshot folder ``checkpoint``) with its mean action, or with
+    sampled actions unless ``deterministic``; ``overrides`` (``key=value``) adjust its config, e.g.
+    ``env.randomization.enabled=false`` or a sensor source another simulator offers."""
     cfg, _ = load_run(run)
     apply_overrides(cfg, texts=overrides)
     env = build_env(cfg, n_envs=min(n_envs, episodes), sim=sim, seed=seed, evaluation=True)
     ckpt = load_run_checkpoint(run, expect=env, checkpoint=checkpoint)
     start = time.perf_counter()
-    result = evaluate(env, ckpt.policy, episodes)
+    result = evaluate(env, ckpt.policy, episodes, deterministic=deterministic)
     summary = {
         "task": cfg.task,
         "sim": sim or cfg.sim,
+        "actions": "mean" if deterministic else "sampled",
         **result.summary(env.task.max_episode_return),
         "eval_wall_s": time.perf_counter() - start,
         "env_steps_trained": ckpt.meta.get("env_steps"),

@@ -72,9 +72,10 @@ REWARD_WEIGHTS = {
     "alive": 0.15,
 }
 
-# Also defined, off by default (issue 19, one 30-minute seed each, both learned less than the defaults and
-# neither removed joint over-speed: benchmarks/README.md): dof_vel_limits (joint speeds past 90 % of the vendor
-# limits), dof_vel, tracking_yaw_gait (the yaw rate averaged over a gait period), yaw_oscillation.
+# Also defined, off by default (issue 19, ablations in benchmarks/README.md): dof_vel_limits (joint speeds past 90 %
+# of the vendor limits), dof_vel, tracking_yaw_gait (the yaw rate averaged over a gait period), yaw_oscillation,
+# tracking_yaw_linear and tracking_lin_vel_linear (slopes where the exponential kernels are flat), feet_phase (foot
+# heights that follow the gait clock).
 VELOCITY_REWARD_WEIGHTS = dict(REWARD_WEIGHTS)
 
 
@@ -98,6 +99,10 @@ class Legged:
     stance_fraction: float = 0.55  # of the gait period, per leg
     base_height_target: float = 1.0  # m (standing at the default pose: 1.015)
     feet_swing_height: float = 0.08  # m
+    feet_phase_sigma: float = 0.01  # m², kernel width of feet_phase
+    # rad: a swinging leg's PD targets bend by this much at mid-swing on top of the policy's (hip and ankle pitch −δ,
+    # knee +2δ: 0.3 lifts the foot ~8 cm), a reference gait the policy modulates (PMTG); 0 = off
+    reference_swing: float = 0.0
     tracking_sigma: float = 0.25
     only_positive_rewards: bool = True  # clip the step's total at 0, so that living never costs (legged_gym)
     fall_tilt: float = 0.7  # |gravity_xy| in the base frame: ~44°
@@ -177,6 +182,7 @@ class H1_2Velocity(Task):
         self.q0 = robot.default_pose
         self.weight = robot_weight(robot)
         self.commands = np.zeros((n_envs, 3))
+        self.swing = np.zeros((n_envs, 2))  # the gait clock's swing profile at the last observation
         # base (vx, vy, yaw rate) over the last gait period, a ring indexed by step count (gait averages)
         self.velocity_history = np.zeros((round(c.legged.gait_period_s / self.dt), n_envs, 3))
         self.steps = np.zeros(n_envs, dtype=np.int64)  # control steps since reset
@@ -342,7 +348,17 @@ class H1_2Velocity(Task):
         applied = self.action_history[self.delay, np.arange(self.n_envs)]
         targets = self.upper_targets()
         targets[:, self.legs] = self.q0[self.legs] + self.config.legged.action_scale * applied
+        if self.config.legged.reference_swing:
+            targets[:, self.legs] += self.reference_offsets()
         return np.clip(targets, self.robot.lower, self.robot.upper)[:, self.robot.actuated]
+
+    def reference_offsets(self) -> np.ndarray:
+        """(n, 12) the reference gait's leg target offsets at the last observed gait phase."""
+        bend = self.config.legged.reference_swing * self.swing
+        offsets = np.zeros((self.n_envs, 2, len(self.legs) // 2))
+        offsets[:, :, [1, 4]] = -bend[:, :, None]  # hip and ankle pitch: the foot stays level
+        offsets[:, :, 3] = 2.0 * bend  # knee
+        return offsets.reshape(self.n_envs, -1)
 
     def upper_targets(self) -> np.ndarray:
         """PD targets of all joints (n, j) before the legs are set: the default pose."""
@@ -378,6 +394,7 @@ class H1_2Velocity(Task):
         """(n, 9 + 3L + 2), L leg joints: 0.25 · pelvis angular velocity (3), projected gravity (3), commands ×
         (2, 2, 0.25) (3), leg q − q0, 0.05 · leg q̇, last action, sin and cos of the gait phase."""
         legs, phase = self.legs, self.gait_phase(state)[:, 0]
+        self.swing = self.swing_profile(state)
         return np.concatenate(
             [
                 0.25 * pelvis_ang_vel(state, self.mount),
@@ -485,6 +502,11 @@ class H1_2Velocity(Task):
         at 0.2 rad/s 0.077, too little to learn from)."""
         return 1.0 - np.minimum(np.abs(self.commands[:, 2] - self.gait_velocity()[:, 2]), 1.0)
 
+    def reward_tracking_lin_vel_linear(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        """1 − min(‖v*_xy − v̄_xy‖, 1), v̄ the gait-averaged base velocity [m/s]: ``tracking_yaw_linear``'s slope for
+        the linear command (a robot standing under 1 m/s scores exp(−4) = 0.018 in ``tracking_lin_vel``)."""
+        return 1.0 - np.minimum(np.linalg.norm(self.commands[:, :2] - self.gait_velocity()[:, :2], axis=1), 1.0)
+
     def reward_yaw_oscillation(self, state: RobotState, action: np.ndarray) -> np.ndarray:
         """(ω_z − ω̄_z)² [rad²/s²]: the yaw rate's swing about its gait-period average."""
         return (state.privileged.base_ang_vel[:, 2] - self.gait_velocity()[:, 2]) ** 2
@@ -539,6 +561,12 @@ class H1_2Velocity(Task):
         still = np.linalg.norm(self.commands, axis=1) < 0.1
         return (self.gait_phase(state) < self.config.legged.stance_fraction) | still[:, None]
 
+    def swing_profile(self, state: RobotState) -> np.ndarray:
+        """(n, 2) in [0, 1]: 0 in stance, sin² of the swing's progress in swing (1 at mid-swing)."""
+        stance = self.config.legged.stance_fraction
+        progress = np.clip((self.gait_phase(state) - stance) / (1.0 - stance), 0.0, 1.0)
+        return np.where(self._stance(state), 0.0, np.sin(np.pi * progress) ** 2)
+
     def reward_contact(self, state: RobotState, action: np.ndarray) -> np.ndarray:
         """Number of feet whose contact matches the gait clock (0..2)."""
         contact = state.privileged.contact_force > 1.0
@@ -551,6 +579,16 @@ class H1_2Velocity(Task):
             raise ValueError(f"{self.name}: the simulator reports no foot positions (feet_swing_height)")
         swinging = p.contact_force < 1.0
         return np.sum((p.foot_pos[:, :, 2] - self.config.legged.feet_swing_height) ** 2 * swinging, axis=1)
+
+    def reward_feet_phase(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        """exp(−Σ_f (z_f − h_f)² / σ), h_f the gait clock's foot height: 0 in stance, a sin² bump to
+        ``feet_swing_height`` in swing (MuJoCo Playground's humanoid ``feet_phase``). Unlike ``contact`` it pays for
+        every centimetre of a swing, so stepping in place has a slope from a robot that stands."""
+        p, legged = state.privileged, self.config.legged
+        if p.foot_pos is None:
+            raise ValueError(f"{self.name}: the simulator reports no foot positions (feet_phase)")
+        target = legged.feet_swing_height * self.swing_profile(state)
+        return np.exp(-np.sum((p.foot_pos[:, :, 2] - target) ** 2, axis=1) / legged.feet_phase_sigma)
 
     def reward_alive(self, state: RobotState, action: np.ndarray) -> np.ndarray:
         return np.ones(state.n_envs)

@@ -31,7 +31,9 @@ def test_a_policy_trained_elsewhere_becomes_an_evaluable_run(tmp_path):
     assert ckpt.meta["note"] == "x"
     for a, b in zip(ckpt.policy.state_dict().values(), policy.state_dict().values()):
         assert torch.equal(a, b)
-    assert evaluate_run(run, episodes=1)["task"] == "cartpole-swingup"
+    mean, sampled = evaluate_run(run, episodes=1), evaluate_run(run, episodes=1, deterministic=False)
+    assert mean["task"] == "cartpole-swingup" and (mean["actions"], sampled["actions"]) == ("mean", "sampled")
+    assert mean["return_mean"] != sampled["return_mean"]  # same seed: only the action noise differs
 
 
 def test_training_keeps_snapshots_that_evaluate_like_the_checkpoint(tmp_path):

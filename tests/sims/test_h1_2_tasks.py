@@ -92,6 +92,39 @@ def test_action_delay_applies_the_previous_action():
     np.testing.assert_allclose(cmd[1, legs], q0[legs] + 0.4 * s)
 
 
+def test_feet_phase_pays_for_following_the_gait_clock():  # feet_phase: defined, off by default
+    import dataclasses
+
+    env = velocity_env(n=3, enabled=False)
+    env.reset()
+    task, state = env.task, env.sim.state()
+    task.set_commands(np.arange(3), np.array([[0.5, 0.0, 0.0], [0.5, 0.0, 0.0], [0.0, 0.0, 0.0]]))
+    period = task.config.legged.gait_period_s
+    state = dataclasses.replace(state, time=np.full(3, 0.775 * period))  # left foot mid-swing, right in stance
+    feet = state.privileged.foot_pos.copy()
+    feet[:, :, 2] = [[0.08, 0.0], [0.0, 0.0], [0.08, 0.0]]
+    state = dataclasses.replace(state, privileged=dataclasses.replace(state.privileged, foot_pos=feet))
+    np.testing.assert_allclose(task.reward_feet_phase(state, None), [1.0, np.exp(-0.64), np.exp(-0.64)])
+
+
+def test_the_reference_gait_bends_the_swinging_leg_only():  # reference_swing: defined, off by default
+    import dataclasses
+
+    cfg = H1_2VelocityConfig()
+    cfg.randomization.enabled, cfg.legged.reference_swing = False, 0.3
+    env = make_env("h1_2-velocity", n_envs=2, seed=0, config=cfg)
+    env.reset()
+    task = env.task
+    task.set_commands(np.arange(2), np.array([[0.5, 0.0, 0.0], [0.0, 0.0, 0.0]]))  # env 1 stands still
+    state = dataclasses.replace(env.sim.state(), time=np.full(2, 0.775 * cfg.legged.gait_period_s))
+    task.observe(state)  # left foot mid-swing
+    legs, q0 = task.legs, task.q0[task.legs]
+    targets = task.action_to_command(np.zeros((2, 12)))[:, : len(legs)]  # legs lead the actuated joints
+    bend = np.zeros(12)
+    bend[[1, 3, 4]] = [-0.3, 0.6, -0.3]  # left hip pitch, knee, ankle pitch
+    np.testing.assert_allclose(targets, [q0 + bend, q0])
+
+
 @pytest.mark.parametrize("task", ["h1_2-velocity", "h1_2-stand"])
 def test_targets_stay_within_the_joint_ranges(task):
     """What the hardware supervisor would clamp, training never commands."""
@@ -153,6 +186,10 @@ def test_gait_averages_cover_the_last_gait_period():
     swing = (env.sim.state().privileged.base_ang_vel[:, 2] - mean[:, 2]) ** 2
     level = env.task.penalty_level  # the curriculum's, in training
     assert info.reward_terms["yaw_oscillation"] == pytest.approx(level * -0.5 * 0.02 * swing.mean())
+    state, task = env.sim.state(), env.task  # the linear tracking terms (defined, off by default) read the averages
+    yaw_err, lin_err = np.abs([0.3, -0.3] - mean[:, 2]), np.linalg.norm([[0.5, 0], [0, 0.2]] - mean[:, :2], axis=1)
+    np.testing.assert_allclose(task.reward_tracking_yaw_linear(state, None), 1 - np.minimum(yaw_err, 1))
+    np.testing.assert_allclose(task.reward_tracking_lin_vel_linear(state, None), 1 - np.minimum(lin_err, 1))
     env.task.on_reset(np.array([0]))  # a reset forgets env 0's history only
     assert (env.task.gait_velocity()[0] == 0).all() and (env.task.gait_velocity()[1] != 0).all()
 
