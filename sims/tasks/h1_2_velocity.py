@@ -394,7 +394,8 @@ class H1_2Velocity(Task):
         """(n, 9 + 3L + 2), L leg joints: 0.25 · pelvis angular velocity (3), projected gravity (3), commands ×
         (2, 2, 0.25) (3), leg q − q0, 0.05 · leg q̇, last action, sin and cos of the gait phase."""
         legs, phase = self.legs, self.gait_phase(state)[:, 0]
-        self.swing = self.swing_profile(state)
+        if self.config.legged.reference_swing:  # the reference gait's phase for the next action_to_command
+            self.swing = self.swing_profile(state)
         return np.concatenate(
             [
                 0.25 * pelvis_ang_vel(state, self.mount),
