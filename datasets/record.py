@@ -93,7 +93,7 @@ def features(env, calls: SimCalls, video: bool) -> dict:
     joints = list(robot.joint_names)
     groups = {
         "observation.state": (f32, (robot.n_joints,), joints),
-        "action": (f32, (env.action_size,), None),
+        "action": (f32, (env.action_size,), env.task.action_names()),
         "next.reward": (f32, (1,), None),
         "next.done": ("bool", (1,), None),
         "embody.observation": (f32, (env.observation_size,), None),

@@ -419,6 +419,59 @@ def _dataset_plot(args) -> int:
     return exits.OK
 
 
+def _view_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", help="the dataset")
+    p.add_argument("--episode", type=nonneg_int, default=0, help="the episode")
+    p.add_argument("--save", help="write a Rerun .rrd file instead of opening the viewer")
+    p.add_argument("--web-port", type=positive_int, help="serve Rerun's web viewer on this port (headless machines)")
+
+
+@command("dataset view", "look at an episode in Rerun: the robot in 3D, cameras, named signals", _view_arguments)
+def _dataset_view(args) -> int:
+    from embody.datasets import format as fmt
+    from embody.datasets.content import episode_content
+    from embody.datasets.to_rerun import view
+
+    ds = fmt.load(Path(args.dir))
+    content = episode_content(ds, args.episode)
+    where = view(content, save=Path(args.save) if args.save else None, web_port=args.web_port)
+    if args.save:
+        print(f"episode {args.episode} written to {where} (open it with: rerun {where})")
+    elif args.web_port:
+        print(f"Rerun web viewer: {where} (Ctrl-C to stop)")
+        _wait_for_interrupt()
+    return exits.OK
+
+
+def _wait_for_interrupt() -> None:
+    import time
+
+    try:
+        while True:
+            time.sleep(1.0)
+    except KeyboardInterrupt:
+        pass
+
+
+def _export_mcap_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", help="the dataset")
+    p.add_argument("--out", required=True, help="the .mcap file")
+    p.add_argument("--episode", type=nonneg_int, help="one episode (default: all, one after another)")
+
+
+@command("dataset export-mcap", "export episodes as MCAP with Foxglove's schemas", _export_mcap_arguments)
+def _dataset_export_mcap(args) -> int:
+    from embody.datasets import format as fmt
+    from embody.datasets.content import episode_content
+    from embody.datasets.to_mcap import export_mcap
+
+    ds = fmt.load(Path(args.dir))
+    episodes = range(ds.num_episodes) if args.episode is None else [args.episode]
+    out = export_mcap([episode_content(ds, i) for i in episodes], Path(args.out))
+    print(f"{len(episodes)} episode(s) written to {out}")
+    return exits.OK
+
+
 def _export_minari_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", help="the dataset")
     p.add_argument("--out", help="the Minari dataset folder (default: under MINARI_DATASETS_PATH)")

@@ -258,4 +258,33 @@ def plot_learning_curve(run: Path, rows: list[dict], max_return: float | None = 
     out = run / "learning_curve.png"
     fig.savefig(out, dpi=100)
     plt.close(fig)
+    plot_reward_terms(run, rows)
+    return out
+
+
+def plot_reward_terms(run: Path, rows: list[dict]) -> Path | None:
+    """Each logged reward term (``reward/<term>``: its mean per step, weight included) against env steps, one subplot
+    per term, in ``reward_terms.png``; None for a task without named terms."""
+    import matplotlib.pyplot as plt
+
+    terms = sorted({k for r in rows for k in r if k.startswith("reward/")})
+    if not terms:
+        return None
+    cols = min(4, len(terms))
+    nrows = -(-len(terms) // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(3 * cols, 2 * nrows), sharex=True, squeeze=False)
+    for ax in axes.flat[len(terms) :]:
+        ax.set_visible(False)
+    for ax, term in zip(axes.flat, terms):
+        pts = [(r["env_steps"], r[term]) for r in rows if r.get(term) is not None]
+        ax.plot(*zip(*pts), lw=1)
+        ax.set_title(term.removeprefix("reward/"), fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+    fig.supxlabel("env steps", fontsize=8)
+    fig.suptitle(f"{run.name}: reward terms (mean per step, weighted)")
+    fig.tight_layout()
+    out = run / "reward_terms.png"
+    fig.savefig(out, dpi=90)
+    plt.close(fig)
     return out

@@ -19,7 +19,7 @@ from .supervisor import Phase
 PHASES = list(Phase)
 
 
-def deploy_features(robot, obs_size: int, action_size: int, imu: bool) -> dict:
+def deploy_features(robot, obs_size: int, action_size: int, imu: bool, action_names: list[str] | None = None) -> dict:
     """The dataset features of a deployment recording: LeRobot's ``observation.state`` and ``action``, and ``embody.*``
     columns (observation, joint velocities and torques, the sent command, supervisor phase, state age, IMU when
     ``imu``)."""
@@ -28,7 +28,7 @@ def deploy_features(robot, obs_size: int, action_size: int, imu: bool) -> dict:
     joints, j = list(robot.joint_names), robot.n_joints
     out = {
         "observation.state": feature("float32", (j,), joints),
-        "action": feature("float32", (action_size,)),
+        "action": feature("float32", (action_size,), action_names),
         "embody.observation": feature("float32", (obs_size,)),
         "embody.joint_vel": feature("float32", (j,), joints),
         "embody.joint_torque": feature("float32", (j,), joints),
@@ -59,7 +59,9 @@ class DeployRecorder:
             fps=fps,
             robot_type=runner.robot.name,
             recording=recording,
-            features=deploy_features(runner.robot, runner.task.observation_size, runner.task.action_size, self.imu),
+            features=deploy_features(
+                runner.robot, runner.task.observation_size, runner.task.action_size, self.imu, runner.task.action_names()
+            ),
         )
         self.task = runner.task.name
 

@@ -120,6 +120,12 @@ class Task(ABC):
         """a: the width of an action; the robot's actuated joints by default."""
         return self.robot.n_actions
 
+    def action_names(self) -> list[str] | None:
+        """The joint each action component drives (datasets and plots name them), None where actions are not
+        per-joint: the actuated joints by default, when ``action_size`` matches them."""
+        names = [self.robot.joint_names[j] for j in self.robot.actuated]
+        return names if len(names) == self.action_size else None
+
     @property
     def max_episode_return(self) -> float | None:
         """The largest return an episode can reach, when the task defines one."""

@@ -209,6 +209,12 @@ class H1_2Velocity(Task):
         """The leg joints only."""
         return len(self.legs)
 
+    def action_names(self) -> list[str] | None:
+        """The leg joints, when the actions are the legs'."""
+        if self.action_size != len(self.legs):
+            return super().action_names()
+        return [self.robot.joint_names[j] for j in self.legs]
+
     def requirements(self) -> frozenset[str]:
         extra = {"physics_params", "push"} if self.config.randomization.enabled else set()
         return super().requirements() | {"imu", "contact"} | extra

@@ -25,6 +25,8 @@ INPUT_PATHS = {
     "dataset info": [["dataset", "info", MISSING]],
     "dataset stats": [["dataset", "stats", MISSING]],
     "dataset plot": [["dataset", "plot", MISSING]],
+    "dataset view": [["dataset", "view", MISSING, "--save", "{tmp}/x.rrd"]],
+    "dataset export-mcap": [["dataset", "export-mcap", MISSING, "--out", "{tmp}/x.mcap"]],
     "dataset compact": [["dataset", "compact", MISSING]],
     "dataset export-minari": [["dataset", "export-minari", MISSING, "--out", "{tmp}/m"]],
     "dataset import-minari": [["dataset", "import-minari", MISSING, "--out", "{tmp}/ds", "--fps", "10"]],

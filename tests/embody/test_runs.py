@@ -62,3 +62,17 @@ def test_a_checkpoint_is_checked_against_the_env_it_is_loaded_for(tmp_path):
     with pytest.raises(CheckpointError, match="different observation/action spec"):
         load_run_checkpoint(run, expect=other)
     other.close()
+
+
+def test_reward_terms_are_plotted_beside_the_learning_curve(tmp_path):
+    from embody.runs import plot_learning_curve
+
+    rows = [
+        {"env_steps": i, "time_s": i, "episode_return": i, "reward/alive": 0.1, "reward/torques": -i} for i in range(5)
+    ]
+    plot_learning_curve(tmp_path, rows)
+    assert (tmp_path / "learning_curve.png").stat().st_size > 1000
+    assert (tmp_path / "reward_terms.png").stat().st_size > 1000
+    (tmp_path / "plain").mkdir()
+    plot_learning_curve(tmp_path / "plain", [{"env_steps": 1, "time_s": 1, "episode_return": 0}])
+    assert not (tmp_path / "plain" / "reward_terms.png").exists()  # no named terms: no figure
