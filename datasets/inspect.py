@@ -67,7 +67,13 @@ def plot(ds, out: Path, episode: int = 0) -> list[Path]:
                 ax.set_title(series.joints[j].removesuffix("_joint"), fontsize=8)
                 ax.tick_params(labelsize=7)
             axes[row, 0].set_ylabel(limb, fontsize=8)
-        paths.append(_save(fig, out / f"ep{episode:03d}_{series.quantity}.png", f"episode {episode}: {series.key} ({series.quantity})"))
+        paths.append(
+            _save(
+                fig,
+                out / f"ep{episode:03d}_{series.quantity}.png",
+                f"episode {episode}: {series.key} ({series.quantity})",
+            )
+        )
     groups: dict[str, dict[str, np.ndarray]] = {}
     for name, values in c.signals.items():
         feature, _, component = name.partition("/")

@@ -60,7 +60,11 @@ class DeployRecorder:
             robot_type=runner.robot.name,
             recording=recording,
             features=deploy_features(
-                runner.robot, runner.task.observation_size, runner.task.action_size, self.imu, runner.task.action_names()
+                runner.robot,
+                runner.task.observation_size,
+                runner.task.action_size,
+                self.imu,
+                runner.task.action_names(),
             ),
         )
         self.task = runner.task.name

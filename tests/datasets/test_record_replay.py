@@ -97,7 +97,9 @@ def test_dataset_commands(peg_dataset, tmp_path):
     assert len(stats["observation.state"]["mean"]) == 7
     out = cli("dataset", "plot", peg_dataset, "--out", tmp_path / "plots")
     plots = {p.name for p in (tmp_path / "plots").glob("*.png")}
-    assert out.returncode == 0 and {"ep000_position.png", "ep000_signals.png"} <= plots  # the arm's action is Cartesian: a signal
+    assert (
+        out.returncode == 0 and {"ep000_position.png", "ep000_signals.png"} <= plots
+    )  # the arm's action is Cartesian: a signal
     exported = cli(
         "dataset", "export-minari", peg_dataset, "--out", tmp_path / "minari", "--dataset-id", "embody/peg-v0"
     )
