@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
+
+from embody import exits
 
 from .schema import DatasetFormatError
 
@@ -20,6 +23,7 @@ QUANTITIES = {
     "embody.joint_vel": "velocity",
     "embody.joint_torque": "torque",
     "embody.joint_target": "target",
+    "embody.asked.q": "asked_target",
     "embody.sent.q": "sent_target",
     "embody.sent.tau": "sent_torque",
     "action": "action",
@@ -96,7 +100,7 @@ def episode_content(ds, episode: int, video: bool = True) -> EpisodeContent:
         else:  # named components, else numbered ones (the policy's observation, an unnamed action)
             names = names if names and len(names) == values.shape[1] else range(values.shape[1])
             out.signals.update({f"{key}/{n}": values[:, i] for i, n in enumerate(names)})
-    out.events = _events(ds, episode, ep, out.time)
+    out.events = _events(ds, episode, ep, out.time) + _clamps(ds, ep, out)
     if robot is not None:
         out.geometry = _geometry(robot, ds.features, ep)
     if video:
@@ -141,6 +145,60 @@ def _events(ds, episode: int, ep: dict, time: np.ndarray) -> list[tuple[float, s
             events.append((float(time[i]), f"supervisor: {label(phase[i - 1])} -> {label(phase[i])}"))
     events.append((float(time[-1]), f"episode {episode} ends after {len(time)} frames"))
     return events
+
+
+def _clamps(ds, ep: dict, out: EpisodeContent, tol: float = 1e-4, most: int = 20) -> list[tuple[float, str]]:
+    """Where the supervisor sent other targets than the policy asked for while the policy had the robot (a deploy
+    recording): the count per frame as the signal ``supervisor/clamped_joints``, and an event where each joint's
+    clamping starts (the first ``most``)."""
+    if not {"embody.asked.q", "embody.sent.q", PHASE_KEY} <= ep.keys():
+        return []
+    names = ds.features[PHASE_KEY].get("names") or []
+    policy = ep[PHASE_KEY].reshape(-1) == (names.index("POLICY") if "POLICY" in names else -1)
+    asked, sent = ep["embody.asked.q"], ep["embody.sent.q"]
+    clamped = (np.abs(sent - asked) > tol) & policy[:, None]
+    out.signals["supervisor/clamped_joints"] = clamped.sum(axis=1).astype(np.float64)
+    starts = np.argwhere(clamped & ~np.vstack([np.zeros_like(clamped[:1]), clamped[:-1]]))
+    joints = ds.features["embody.sent.q"].get("names") or [str(j) for j in range(asked.shape[1])]
+    events = [
+        (float(out.time[t]), f"supervisor clamps {joints[j]}: asked {asked[t, j]:.3f}, sent {sent[t, j]:.3f}")
+        for t, j in starts[:most]
+    ]
+    if len(starts) > most:
+        events.append((float(out.time[starts[most][0]]), f"... {len(starts) - most} more clamps"))
+    return events
+
+
+def add_clock_events(content: EpisodeContent, clock: np.ndarray, events: list[tuple[float, str]]) -> None:
+    """Add ``events`` timed on another clock (e.g. the supervisor's) whose reading at each frame is ``clock`` (T,):
+    each lands at the frame time its clock time maps to (events before the first frame or after the last land
+    there)."""
+    for t, text in events:
+        at = float(np.interp(t, clock, content.time))
+        content.events.append((at, text))
+    content.events.sort(key=lambda e: e[0])
+
+
+def save(content: EpisodeContent, path: Path) -> Path:
+    """Write ``content`` as Rerun (``.rrd``) or MCAP (``.mcap``), by the file's suffix."""
+    check_log_path(path)
+    if path.suffix == ".rrd":
+        from .to_rerun import view
+
+        view(content, save=path)
+    else:
+        from .to_mcap import export_mcap
+
+        export_mcap([content], path)
+    return path
+
+
+def check_log_path(path: Path) -> None:
+    """A log file must end in .rrd (Rerun) or .mcap (Foxglove); anything else is an input error naming it."""
+    if path.suffix not in (".rrd", ".mcap"):
+        raise exits.CommandError(
+            f"{path}: a log is a Rerun .rrd or an MCAP .mcap file, not {path.suffix or 'no suffix'!r}"
+        )
 
 
 GEOM_KINDS = {2: "sphere", 3: "capsule", 4: "ellipsoid", 5: "cylinder", 6: "box"}  # mjtGeom; planes, meshes left out

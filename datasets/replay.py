@@ -108,11 +108,15 @@ def dynamic(ds, sim: str) -> list[dict]:
     return rows
 
 
-def to_robot(ds, robot: str, target: str, domain: int = 0, episodes: list[int] | None = None) -> dict:
+def to_robot(
+    ds, robot: str, target: str, domain: int = 0, episodes: list[int] | None = None, log: Path | None = None
+) -> dict:
     """Stream recorded joint targets to ``robot`` at ``target`` at the recording's rate, in a supervised
-    session (ramp → hold → targets → damping); its summary with ``commands``, the targets sent."""
+    session (ramp → hold → targets → damping); its summary with ``commands``, the targets sent. ``log``: an .rrd
+    or .mcap file of what the robot reported, the targets replayed and what the supervisor sent and why."""
     from embody.hardware.deploy import open_target
     from embody.hardware.interface import HardwareError, JointCommand
+    from embody.hardware.recorder import RunRecording
     from embody.hardware.session import SessionConfig, SupervisedSession
     from embody.robots import get_robot
 
@@ -121,12 +125,24 @@ def to_robot(ds, robot: str, target: str, domain: int = 0, episodes: list[int] |
     spec = get_robot(robot)
     chosen = episodes if episodes is not None else range(ds.num_episodes)
     targets = np.concatenate([ds.episode(e)["embody.joint_target"] for e in chosen])
-    # the H1-2 stays on the band: open-loop targets replayed on a free humanoid would make it fall
-    with open_target(spec, target, domain, band=robot == "h1_2") as t:
+    recorder = RunRecording(spec, ds.fps, {"task": f"replay of {ds.root}", "robot": robot, "target": target}, log=log)
+    summary: dict = {}
+    try:
+        # the H1-2 stays on the band: open-loop targets replayed on a free humanoid would make it fall
+        with open_target(spec, target, domain, band=robot == "h1_2") as t:
 
-        def step(tick: int, _t: float) -> bool:
-            t.driver.send_command(JointCommand.pd_actuated(spec, targets[tick]))
-            return tick + 1 < len(targets)
+            def step(tick: int, _t: float) -> bool:
+                asked = JointCommand.pd_actuated(spec, targets[tick])
+                if recorder.recorder is None:
+                    t.driver.send_command(asked)
+                else:
+                    state, age, sup = t.driver.read_state(), t.driver.state_age(), t.driver.supervisor
+                    sent = t.driver.send_command(asked)
+                    recorder.add(state, None, None, asked, sent, sup.phase, age, sup.now())
+                return tick + 1 < len(targets)
 
-        result = SupervisedSession(t.driver, SessionConfig(rate_hz=ds.fps, hold_s=0.0)).run(step)
-    return {**result.as_dict(), "commands": result.ticks, **({"robot_sim": t.robot_sim} if t.sim else {})}
+            result = SupervisedSession(t.driver, SessionConfig(rate_hz=ds.fps, hold_s=0.0)).run(step)
+        summary.update(result.as_dict(), commands=result.ticks, **({"robot_sim": t.robot_sim} if t.sim else {}))
+    finally:
+        summary.update(recorder.finish(summary.get("events", [])))
+    return summary

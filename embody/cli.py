@@ -241,6 +241,11 @@ def _deploy_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--no-band", action="store_true", help="sim: start the robot standing, without the band")
     p.add_argument("--record", metavar="DIR", help="record what was sent and received into a dataset (one episode)")
+    p.add_argument(
+        "--log",
+        metavar="FILE.rrd|FILE.mcap",
+        help="what the robot reported, the policy asked and the supervisor sent and why, on one timeline (Rerun or MCAP)",
+    )
     add_set(p, "the run's config")
 
 
@@ -265,6 +270,7 @@ def _deploy(args) -> int:
         band=not args.no_band,
         ramp_s=args.ramp,
         record=Path(args.record) if args.record else None,
+        log=Path(args.log) if args.log else None,
         teleop=args.teleop,
     )
     commands = None if args.command is None else np.array(args.command)
@@ -337,6 +343,7 @@ def _replay_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--robot", help="h1_2 or peg_arm: send the recorded joint targets through the supervisor")
     p.add_argument("--target", default="sim", help="with --robot: sim or dds:IFACE")
     p.add_argument("--domain", type=nonneg_int, default=0)
+    p.add_argument("--log", metavar="FILE.rrd|FILE.mcap", help="with --robot: what was reported, replayed and sent")
 
 
 @command(
@@ -348,9 +355,12 @@ def _replay(args) -> int:
     from embody.datasets import replay
     from embody.datasets.format import load
 
+    if args.log and not args.robot:
+        raise exits.CommandError("--log records a replay on a robot: give --robot too")
     ds = load(Path(args.dir))
     if args.robot:
-        return _session_result("replay", replay.to_robot(ds, args.robot, args.target, args.domain))
+        log = Path(args.log) if args.log else None
+        return _session_result("replay", replay.to_robot(ds, args.robot, args.target, args.domain, log=log))
     if args.mode == "kinematic":
         result = replay.kinematic(ds, args.sim, Path(args.out) if args.out else None)
     else:

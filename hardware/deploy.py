@@ -31,6 +31,7 @@ import torch
 from embody.robots import RobotSpec, RobotState
 
 from .interface import HardwareError, JointCommand
+from .recorder import RunRecording
 from .session import SessionConfig, SupervisedSession
 from .supervisor import SafetySupervisor, SupervisorConfig, tilt_rad
 
@@ -111,6 +112,7 @@ class DeployConfig:
     ramp_s: float = 2.0  # to the default pose
     supervisor: SupervisorConfig | None = None  # None: the driver's default for the robot (ramp_s applies)
     record: Path | None = None  # a dataset to record the deployment into (one episode)
+    log: Path | None = None  # .rrd (Rerun) or .mcap (Foxglove): the recording with the supervisor's events
     teleop: str | None = None  # an input device (keyboard, gamepad, spacemouse) whose moves the task's teleop() takes
 
 
@@ -218,9 +220,11 @@ class PolicyStep:
         state = self.driver.read_state()
         state.time = np.array([t])
         age = self.driver.state_age()
-        sent = self.driver.send_command(self.runner.command(state))
+        asked = self.runner.command(state)
+        sent = self.driver.send_command(asked)
         if self.recorder is not None:
-            self.recorder.add(state, *self.runner.last, sent, self.driver.supervisor.phase, age)
+            supervisor = self.driver.supervisor
+            self.recorder.add(state, *self.runner.last, asked, sent, supervisor.phase, age, supervisor.now())
         if state.imu_quat is not None:
             self.max_tilt = max(self.max_tilt, tilt_rad(state.imu_quat[0]))
         return True
@@ -236,16 +240,9 @@ def deploy(run: Path, cfg: DeployConfig, overrides: list[str] = (), commands: np
         raise HardwareError(f"--teleop: {run}'s task {runner.task.name!r} takes no teleoperated reference")
     band = cfg.band and cfg.robot == "h1_2"
     summary: dict = {}
-    recorder, device = None, _device(cfg.teleop)
-    if cfg.record is not None:
-        from .recorder import DeployRecorder
-
-        recorder = DeployRecorder(
-            cfg.record,
-            runner,
-            round(cfg.policy_hz),
-            {"task": runner.task.name, "run": str(run), "robot": cfg.robot, "target": cfg.target},
-        )
+    device = _device(cfg.teleop)
+    recording = {"task": runner.task.name, "run": str(run), "robot": cfg.robot, "target": cfg.target}
+    recorder = RunRecording(runner.robot, round(cfg.policy_hz), recording, runner.task, cfg.record, cfg.log)
     try:
         with open_target(runner.robot, cfg.target, cfg.domain, band) as target:
             driver = target.driver
@@ -272,8 +269,7 @@ def deploy(run: Path, cfg: DeployConfig, overrides: list[str] = (), commands: np
             driver=dict(driver.stats),
         )
     finally:
-        if recorder is not None:
-            summary["recorded"] = {"dataset": str(cfg.record), "episodes": recorder.close()}
+        summary.update(recorder.finish(summary.get("events", [])))
         if device is not None:
             device.close()
     if target.sim is not None:

@@ -576,6 +576,10 @@ class SafetySupervisor:
             self._wrench_nominal = float(np.linalg.norm(force))
             self._log.info("wrist force nominal ‖f₀‖ = %.2f N", self._wrench_nominal)
 
+    def now(self) -> float:
+        """The supervisor's clock [s] (the time its events carry)."""
+        return self._clock()
+
     # ---- transitions ---------------------------------------------------------------------------
 
     def _require(self, phase: Phase, action: str) -> None:

@@ -1,6 +1,7 @@
 """`embody record` → dataset → `embody replay` (kinematic exact, dynamic to float32 precision) and
 `embody dataset ...` on a real recording."""
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -124,9 +125,9 @@ def test_replay_on_the_simulated_arm_goes_through_the_supervisor(tmp_path):
             overrides=["env.hole_xy_range=0"],
         )
     )
-    out = cli(
-        "replay", tmp_path / "nominal", "--robot", "peg_arm", "--target", "sim", "--domain", 190 + os.getpid() % 30
-    )
+    domain = 190 + os.getpid() % 30
+    log = tmp_path / "replay.rrd"
+    out = cli("replay", tmp_path / "nominal", "--robot", "peg_arm", "--target", "sim", "--domain", domain, "--log", log)
     summary = json.loads(out.stdout)
     frames = load(tmp_path / "nominal").num_frames
     assert summary["ended_in"] == "POLICY" and summary["commands"] == frames, summary
@@ -135,3 +136,11 @@ def test_replay_on_the_simulated_arm_goes_through_the_supervisor(tmp_path):
         ("RAMP", "HOLD"),
         ("HOLD", "POLICY"),
     ]
+    if importlib.util.find_spec("rerun"):  # the viz extra: the log holds every replayed frame and the events
+        from rerun.chunk import RrdReader
+
+        rows = {}
+        for chunk in RrdReader(log).stream().to_chunks():
+            rows[chunk.entity_path] = rows.get(chunk.entity_path, 0) + chunk.num_rows
+        assert summary["log"] == str(log) and rows["/joints/joints/joint4/sent_target"] == frames
+        assert rows["/events"] >= 2 + 3  # episode start and end, the supervisor's transitions

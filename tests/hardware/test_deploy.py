@@ -75,6 +75,11 @@ def test_deploy_refuses_a_robot_the_run_was_not_trained_for(velocity_run):
     assert out.returncode == 2 and "trained for robot 'h1_2', not 'peg_arm'" in out.stderr
 
 
+def test_deploy_refuses_a_log_that_is_neither_rerun_nor_mcap(velocity_run, tmp_path):
+    out = deploy_cli(velocity_run, "--robot", "h1_2", "--log", tmp_path / "log.txt")
+    assert out.returncode == 2 and "log.txt: a log is a Rerun .rrd or an MCAP .mcap file" in out.stderr
+
+
 def test_deploy_refuses_an_unknown_target(velocity_run):
     out = deploy_cli(velocity_run, "--robot", "h1_2", "--target", "serial:/dev/ttyUSB0")
     assert out.returncode == 2 and "unknown deploy target 'serial:/dev/ttyUSB0'" in out.stderr
@@ -100,6 +105,8 @@ def test_deploy_runs_the_whole_sequence_on_the_simulated_robot(velocity_run, tmp
         "0,0,0",
         "--record",
         tmp_path / "deployed",
+        "--log",
+        tmp_path / "deploy.mcap",
     )
     summary = json.loads(out.stdout[out.stdout.index("{") :])
     phases = [(e["from"], e["to"]) for e in summary["events"]]
@@ -117,3 +124,29 @@ def test_deploy_runs_the_whole_sequence_on_the_simulated_robot(velocity_run, tmp
     episode = load(tmp_path / "deployed").episode(0)
     assert len(episode["action"]) == summary["policy_steps"]
     assert np.isfinite(episode["embody.sent.q"]).all() and episode["embody.sent.kp"][0].any()
+    assert_log_holds_the_supervisor_events(tmp_path, summary)
+
+
+def assert_log_holds_the_supervisor_events(tmp_path, summary):
+    """The MCAP log written by --log, and the same recording written as Rerun: the supervisor's phase changes with
+    their reasons on the recording's timeline, the asked and sent targets of every joint."""
+    pytest.importorskip("foxglove", reason="needs the viz extra")
+    from mcap.reader import make_reader
+    from mcap_protobuf.decoder import DecoderFactory
+    from rerun.chunk import RrdReader
+
+    from embody.hardware.recorder import write_log
+
+    with open(tmp_path / "deploy.mcap", "rb") as f:
+        reader = make_reader(f, decoder_factories=[DecoderFactory()])
+        logged = [m.message for _, _, _, m in reader.iter_decoded_messages(topics=["/events"])]
+        topics = {c.topic for c in reader.get_summary().channels.values()}
+    assert any("supervisor HOLD -> POLICY" in text for text in logged), logged
+    assert {"/joints/asked_target", "/joints/sent_target", "/signals/supervisor", "/joint_states"} <= topics
+    write_log(tmp_path / "deployed", summary["events"], tmp_path / "deploy.rrd")
+    entities = {c.entity_path for c in RrdReader(tmp_path / "deploy.rrd").stream().to_chunks()}
+    assert {
+        "/events",
+        "/joints/left_leg/left_knee_joint/asked_target",
+        "/signals/supervisor/clamped_joints",
+    } <= entities
