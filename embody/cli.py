@@ -171,6 +171,18 @@ def _video_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run")
     p.add_argument("--out", help="output file (default: RUN/eval.mp4)")
     p.add_argument("--sim")
+    p.add_argument("--size", type=_size, default="640x480", help="WIDTHxHEIGHT (default: 640x480)")
+    p.add_argument("--overlay", action="store_true", help="write the command and the step's reward terms on frames")
+
+
+def _size(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT, e.g. 640x480, got {text!r}") from None
+    if not (16 <= w <= 4096 and 16 <= h <= 4096):
+        raise argparse.ArgumentTypeError(f"width and height must lie in 16..4096, got {text!r}")
+    return w, h
 
 
 @command("video", "record an MP4 of a run's policy", _video_arguments)
@@ -178,7 +190,7 @@ def _video(args) -> int:
     from embody.train import record_video
 
     out = Path(args.out or Path(args.run) / "eval.mp4")
-    print(record_video(Path(args.run), out, sim=args.sim))
+    print(record_video(Path(args.run), out, sim=args.sim, size=args.size, overlay=args.overlay))
     return exits.OK
 
 

@@ -35,7 +35,7 @@ from embody.sims.gymnasium_env import PREFIX
 from embody.sims.task import Task
 from embody.sims.tasks import TASKS
 from embody.sims.vec_env import VecEnv, make_env
-from embody.video import VideoWriter
+from embody.video import VIDEO_SIZE, VideoWriter, draw_overlay, overlay_lines
 
 if TYPE_CHECKING:  # embody.train imports this module: TrainConfig is read lazily in load_run
     from embody.train import TrainConfig
@@ -194,15 +194,25 @@ def evaluate_run(
     return summary
 
 
-def record_video(run: Path, path: Path, sim: str | None = None, seed: int = 12345) -> Path:
-    """One deterministic episode of the run's policy, rendered to ``path`` (mp4)."""
+def record_video(
+    run: Path,
+    path: Path,
+    sim: str | None = None,
+    seed: int = 12345,
+    size: tuple[int, int] = VIDEO_SIZE,
+    overlay: bool = False,
+) -> Path:
+    """One deterministic episode of the run's policy, rendered at ``size`` (width, height) to ``path`` (mp4);
+    ``overlay``: the command and the step's reward terms written on each frame."""
     cfg, _ = load_run(run)
+    if "render_width" in cfg.env.get("sim", {}):  # every task on a robot simulator (not, e.g., the driving ones)
+        apply_overrides(cfg, texts=[f"env.sim.render_width={size[0]}", f"env.sim.render_height={size[1]}"])
     env = build_env(cfg, n_envs=1, sim=sim, seed=seed, evaluation=True)
     ckpt = load_run_checkpoint(run, expect=env)
     result = evaluate(env, ckpt.policy, episodes=1, render=True)
     with VideoWriter(path, fps=1.0 / env.dt) as video:
-        for frame in result.frames:
-            video.write(frame)
+        for frame, info in zip(result.frames, result.frame_info):
+            video.write(draw_overlay(frame, overlay_lines(info)) if overlay else frame)
     env.close()
     return path
 

@@ -1,4 +1,5 @@
-"""The one MP4 writer every command uses: PyAV, H.264, short keyframe interval."""
+"""The one MP4 writer every command uses (PyAV, H.264, short keyframe interval), and the overlay evaluation videos
+can carry."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import os
 from pathlib import Path
 
 import numpy as np
+
+VIDEO_SIZE = (640, 480)  # evaluation videos (width, height); camera observations keep the simulator's render size
 
 
 class VideoWriter:
@@ -74,3 +77,31 @@ def read_frames(path: str | Path) -> np.ndarray:
 
     with av.open(str(path)) as c:
         return np.stack([f.to_ndarray(format="rgb24") for f in c.decode(video=0)])
+
+
+def overlay_lines(info: dict, most_terms: int = 8) -> list[str]:
+    """Text for one frame from ``evaluate``'s ``frame_info``: the command, the step's reward and its largest terms."""
+    lines = []
+    if info.get("command") is not None:
+        lines.append("command " + "  ".join(f"{v:+.2f}" for v in info["command"]))
+    if info.get("reward") is not None:
+        lines.append(f"reward {info['reward']:+.4f}")
+    terms = sorted(info.get("terms", {}).items(), key=lambda kv: -abs(kv[1]))[:most_terms]
+    lines += [f"  {name} {value:+.4f}" for name, value in terms]
+    return lines
+
+
+def draw_overlay(frame: np.ndarray, lines: list[str]) -> np.ndarray:
+    """``frame`` (H, W, 3) uint8 with ``lines`` written in its top-left corner over a dark box."""
+    from PIL import Image, ImageDraw
+
+    if not lines:
+        return frame
+    image = Image.fromarray(frame)
+    draw = ImageDraw.Draw(image, "RGBA")
+    height = 12 * len(lines) + 8
+    width = 8 + 6 * max(len(line) for line in lines)
+    draw.rectangle([0, 0, width, height], fill=(0, 0, 0, 140))
+    for i, line in enumerate(lines):
+        draw.text((4, 4 + 12 * i), line, fill=(235, 235, 235, 255))
+    return np.asarray(image)

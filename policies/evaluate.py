@@ -19,6 +19,8 @@ class EvalResult:
     terminated: list[bool] = field(default_factory=list)  # ended in a terminal state (fall, ...)
     success: list[bool] = field(default_factory=list)  # empty when the task has no notion of success
     frames: list[np.ndarray] = field(default_factory=list)  # env 0's first episode, if rendered
+    # per rendered frame: the step's reward and weighted terms that led to it, and env 0's command if the task has one
+    frame_info: list[dict] = field(default_factory=list)
     metrics: dict[str, list[float]] = field(default_factory=dict)  # name -> per-episode mean
 
     def summary(self, max_return: float | None = None) -> dict:
@@ -65,10 +67,11 @@ def evaluate(
     recording = render
     if render:
         result.frames.append(env.render(np.array([0]))[0])
+        result.frame_info.append(_frame_info(env, None, {}))
     while len(result.returns) < episodes:
         x = np.concatenate([obs, priv], axis=-1) if privileged else obs
         action = policy.act(torch.as_tensor(x, dtype=torch.float32, device=device), deterministic=deterministic)
-        obs, _, terminated, truncated, info = env.step(action.cpu().numpy())
+        obs, reward, terminated, truncated, info = env.step(action.cpu().numpy())
         priv = info.privileged_obs
         done = terminated | truncated
         for name, value in info.metrics.items():
@@ -78,6 +81,7 @@ def evaluate(
                 recording = False
             else:
                 result.frames.append(env.render(np.array([0]))[0])
+                result.frame_info.append(_frame_info(env, float(reward[0]), info.reward_terms))
         if done.any():
             policy.reset(torch.as_tensor(np.flatnonzero(done)))
             result.returns.extend(info.episode_return.tolist())
@@ -92,3 +96,11 @@ def evaluate(
     result.terminated, result.success = result.terminated[:episodes], result.success[:episodes]
     result.metrics = {name: values[:episodes] for name, values in result.metrics.items()}
     return result
+
+
+def _frame_info(env, reward: float | None, terms: dict[str, float]) -> dict:
+    """What a video overlay shows: the step's reward and weighted terms (batch means: env 0's in a one-env video)
+    and env 0's command (a task's ``commands``, e.g. h1_2-velocity's vx, vy, yaw rate)."""
+    commands = getattr(env.task, "commands", None)
+    command = commands[0].tolist() if isinstance(commands, np.ndarray) and commands.ndim == 2 else None
+    return {"reward": reward, "terms": dict(terms), "command": command}

@@ -47,7 +47,6 @@ def load_spec(path: Path):
 
 def build_model(robot: RobotSpec, config: SimConfig):
     """Compile ``robot`` for MuJoCo. Returns (MjModel, SensorLayout)."""
-    import mujoco
 
     spec = load_spec(robot.mjcf)
     joint_names = {j.name for j in spec.joints}
@@ -57,10 +56,7 @@ def build_model(robot: RobotSpec, config: SimConfig):
     if config.physics_dt:
         spec.option.timestep = config.physics_dt
     if robot.floating_base and "floor" not in {g.name for g in spec.geoms}:
-        spec.worldbody.add_geom(
-            name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05], rgba=[0.3, 0.35, 0.4, 1]
-        )
-        spec.worldbody.add_light(pos=[0, 0, 4], dir=[0, 0, -1], type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL)
+        _add_floor_and_lights(spec)
     _add_actuators(spec, robot, config)
     layout = _add_sensors(spec, robot)
     try:
@@ -70,6 +66,42 @@ def build_model(robot: RobotSpec, config: SimConfig):
     model.vis.quality.offsamples = 4 if config.multisample else 0
     model.vis.quality.shadowsize = 2048 if config.shadows else 0
     return model, layout
+
+
+def _add_floor_and_lights(spec) -> None:
+    """A floor for a free-standing robot: a checkerboard with 0.5 m squares and lines (so that motion shows against
+    it), a sky gradient, a sun from above and a fill light from the side (so that primitive geoms show their
+    shape). Rendering only: the physics sees a plane."""
+    import mujoco
+
+    spec.add_texture(
+        name="embody_floor",
+        type=mujoco.mjtTexture.mjTEXTURE_2D,
+        builtin=mujoco.mjtBuiltin.mjBUILTIN_CHECKER,
+        width=256,
+        height=256,
+        rgb1=[0.36, 0.40, 0.46],
+        rgb2=[0.28, 0.31, 0.36],
+        mark=mujoco.mjtMark.mjMARK_EDGE,
+        markrgb=[0.62, 0.66, 0.72],
+    )
+    spec.add_texture(
+        name="embody_sky",
+        type=mujoco.mjtTexture.mjTEXTURE_SKYBOX,
+        builtin=mujoco.mjtBuiltin.mjBUILTIN_GRADIENT,
+        width=256,
+        height=256,
+        rgb1=[0.62, 0.72, 0.82],
+        rgb2=[0.16, 0.18, 0.22],
+    )
+    floor = spec.add_material(name="embody_floor", texrepeat=[1, 1], texuniform=True)
+    floor.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = "embody_floor"
+    spec.worldbody.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05], material="embody_floor")
+    directional = mujoco.mjtLightType.mjLIGHT_DIRECTIONAL
+    spec.worldbody.add_light(pos=[0, 0, 4], dir=[0, 0, -1], type=directional, diffuse=[0.6, 0.6, 0.6])
+    spec.worldbody.add_light(pos=[2, -2, 3], dir=[-0.5, 0.6, -0.6], type=directional, diffuse=[0.35, 0.35, 0.35])
+    spec.visual.headlight.ambient = [0.25, 0.25, 0.25]
+    spec.visual.headlight.diffuse = [0.35, 0.35, 0.35]
 
 
 def _add_actuators(spec, robot: RobotSpec, config: SimConfig) -> None:

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from embody.cli import main
+from embody.video import read_frames
 
 
 def run(*args):
@@ -67,8 +68,8 @@ def test_train_eval_video_resume(tmp_path):
 
     r = run("eval", str(out), "--episodes", "2")
     assert r.returncode == 0 and json.loads(r.stdout)["episodes"] == 2
-    r = run("video", str(out), "--out", str(tmp_path / "v.mp4"))
-    assert r.returncode == 0 and (tmp_path / "v.mp4").stat().st_size > 1000
+    r = run("video", str(out), "--out", str(tmp_path / "v.mp4"), "--size", "96x64", "--overlay")
+    assert r.returncode == 0 and read_frames(tmp_path / "v.mp4").shape[1:] == (64, 96, 3)
 
     r = run("sim2sim", str(out), "--episodes", "2")  # every installed simulator
     assert r.returncode == 0, r.stderr

@@ -29,3 +29,29 @@ def test_failed_write_leaves_no_file(tmp_path):
             v.write(np.zeros((8, 8, 3), dtype=np.uint8))
             v.write(np.zeros((8, 8), dtype=np.uint8))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_overlay_writes_the_command_and_reward_terms_on_the_frame():
+    from embody.video import draw_overlay, overlay_lines
+
+    info = {"command": [0.5, 0.0, -0.2], "reward": 0.02, "terms": {"alive": 0.003, "torques": -0.004, "contact": 0.001}}
+    lines = overlay_lines(info, most_terms=2)
+    assert lines == ["command +0.50  +0.00  -0.20", "reward +0.0200", "  torques -0.0040", "  alive +0.0030"]
+    frame = np.full((120, 200, 3), 200, dtype=np.uint8)
+    out = draw_overlay(frame, lines)
+    assert out.shape == frame.shape and (out[:40, :100] != 200).any() and (out[80:, 150:] == 200).all()
+    assert draw_overlay(frame, []) is frame  # nothing to say (a task without command or terms, the first frame)
+
+
+def test_free_standing_robots_stand_on_a_checkerboard_under_two_lights():
+    import mujoco
+
+    from embody.robots import get_robot
+    from embody.sims.base import SimConfig
+    from embody.sims.mujoco.model import build_model
+
+    model, _ = build_model(get_robot("h1_2"), SimConfig())
+    floor = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, "floor")
+    assert model.geom_matid[floor] >= 0 and model.ntex == 2 and model.nlight >= 2
+    fixed, _ = build_model(get_robot("peg_arm"), SimConfig())  # a fixed base keeps its own scene
+    assert mujoco.mj_name2id(fixed, mujoco.mjtObj.mjOBJ_TEXTURE, "embody_floor") == -1
