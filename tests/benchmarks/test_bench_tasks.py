@@ -23,6 +23,8 @@ def test_bench_tasks_measures_each_task_on_each_simulator(tmp_path):
                 "2",
                 "--steps",
                 "3",
+                "--frames",
+                "2",
                 "--out",
                 str(tmp_path),
             ]
@@ -32,15 +34,16 @@ def test_bench_tasks_measures_each_task_on_each_simulator(tmp_path):
     rows = json.loads((tmp_path / "results.json").read_text())
     assert [(r["task"], r["sim"]) for r in rows] == [("cartpole-swingup", "mujoco"), ("h1_2-velocity", "mujoco")]
     for r in rows:
-        for key in ("env_steps_per_s", "physics_only_per_s", "ratio"):
+        for key in ("env_steps_per_s", "physics_only_per_s", "ratio", "camera_frames_per_s", "video_frames_per_s"):
             assert math.isfinite(r[key]) and r[key] > 0, (r, key)
+        assert r["camera_size"] == "320x240" and r["video_size"] == "640x480"
 
 
 @pytest.mark.slow
 def test_bench_tasks_reports_unsupported_pairs_instead_of_failing(tmp_path):
     from embody.benchmarks.tasks import main
 
-    assert main(["--task", "h1_2-stand", "--envs", "2", "--steps", "2", "--out", str(tmp_path)]) == 0
+    assert main(["--task", "h1_2-stand", "--envs", "2", "--steps", "2", "--frames", "0", "--out", str(tmp_path)]) == 0
     rows = json.loads((tmp_path / "results.json").read_text())
     assert {r["sim"] for r in rows} == set(installed_simulators())
     for r in rows:
