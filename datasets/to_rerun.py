@@ -97,6 +97,8 @@ def _log_geometry(rr, rec, content: EpisodeContent, time) -> None:
             cols = rr.Capsules3D.columns(
                 translations=start, lengths=2 * size[:, 1], radii=size[:, 0], quaternions=quat, colors=colors
             )
+        archetype = {"box": rr.Boxes3D, "cylinder": rr.Cylinders3D, "capsule": rr.Capsules3D}.get(kind, rr.Ellipsoids3D)
+        rec.log(f"world/robot/{kind}", archetype.from_fields(fill_mode="solid"), static=True)  # not wireframes
         rec.send_columns(f"world/robot/{kind}", indexes=time, columns=cols.partition([len(idx)] * T))
 
 

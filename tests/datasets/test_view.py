@@ -2,8 +2,12 @@
 MCAP's own readers, and viewing writes nothing into the dataset."""
 
 import hashlib
+import os
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -129,3 +133,49 @@ def test_a_damaged_dataset_or_a_missing_episode_is_refused_by_name(h1_2_dataset,
         assert out.returncode == 2 and str(data.relative_to(damaged)) in out.stderr, out.stderr
         assert out.stderr.count("\n") == 1  # one line, no traceback
     assert not (tmp_path / "d.rrd").exists() and not (tmp_path / "d.mcap").exists()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_rerun_web_viewer_draws_the_saved_episode(h1_2_dataset, tmp_path):
+    """Rerun's own web viewer (the viz extra's rerun CLI) on the saved file, in headless Chromium with WebGL on the
+    CPU: the screenshot shows the episode's panels (a blank viewer is a few flat colours)."""
+    from browser import HeadlessChromium
+    from PIL import Image
+
+    assert cli("dataset", "view", h1_2_dataset, "--save", tmp_path / "ep.rrd").returncode == 0
+    web, grpc = free_port(), free_port()
+    env = {**os.environ, "CI": "1", "XDG_CONFIG_HOME": str(tmp_path)}  # the viewer sends no usage data on CI
+    args = ["--web-viewer", "--web-viewer-port", str(web), "--port", str(grpc), "--renderer", "webgl"]
+    rerun = subprocess.Popen(
+        [sys.executable, "-m", "rerun_cli", str(tmp_path / "ep.rrd"), *args],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        url = f"http://127.0.0.1:{web}/?url=rerun%2Bhttp%3A%2F%2F127.0.0.1%3A{grpc}%2Fproxy&renderer=webgl"
+        for _ in range(100):  # the viewer's HTTP server is up
+            try:
+                urllib.request.urlopen(url, timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        browser = HeadlessChromium(url, timeout_s=60, webgl=True)
+        try:
+            assert browser.wait_for("document.title", timeout_s=30) == "Rerun Viewer"
+            colours, deadline = 0, time.monotonic() + 90
+            while colours < 2000 and time.monotonic() < deadline:  # the wasm loads, then the data streams in
+                time.sleep(2)
+                shot = browser.screenshot(tmp_path / "rerun.png")
+                colours = len(Image.open(shot).convert("RGB").getcolors(1 << 24))
+        finally:
+            browser.close()
+    finally:
+        rerun.terminate()
+        rerun.wait(10)
+    assert colours >= 2000, f"the viewer drew {colours} colours: {shot}"

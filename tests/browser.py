@@ -1,8 +1,9 @@
 """A real headless Chromium (Debian's ``chromium``, installed by ``scripts/setup.sh dev``) driven over the Chrome
-DevTools Protocol with ``websockets``: open a page, evaluate JavaScript, press keys."""
+DevTools Protocol with ``websockets``: open a page, evaluate JavaScript, press keys, take screenshots."""
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import subprocess
@@ -15,14 +16,23 @@ KEY_CODES = {"ArrowLeft": 37, "ArrowRight": 39, "Backspace": 8, "=": 187}
 
 
 class HeadlessChromium:
-    def __init__(self, url: str, timeout_s: float = 30.0):
+    def __init__(self, url: str, timeout_s: float = 30.0, webgl: bool = False, size: tuple[int, int] = (1400, 900)):
+        """``webgl``: render WebGL on the CPU (SwiftShader), as a WebGL page such as Rerun's viewer needs."""
         from websockets.sync.client import connect
 
         binary = shutil.which("chromium") or shutil.which("chromium-browser")
         if binary is None:
             raise RuntimeError("chromium is not installed: run scripts/setup.sh dev (it installs Debian's chromium)")
         self.profile = Path(tempfile.mkdtemp(prefix="embody-chromium-"))
-        flags = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--mute-audio"]
+        gl = ["--use-angle=swiftshader", "--enable-unsafe-swiftshader"] if webgl else ["--disable-gpu"]
+        flags = [
+            "--headless=new",
+            "--no-sandbox",
+            *gl,
+            "--no-first-run",
+            "--mute-audio",
+            "--window-size={},{}".format(*size),
+        ]
         self.proc = subprocess.Popen(
             [binary, *flags, f"--user-data-dir={self.profile}", "--remote-debugging-port=0", url],
             stdout=subprocess.DEVNULL,
@@ -74,6 +84,11 @@ class HeadlessChromium:
         text = {"text": key} if len(key) == 1 else {}
         self.call("Input.dispatchKeyEvent", type="keyDown", key=key, windowsVirtualKeyCode=code, **text)
         self.call("Input.dispatchKeyEvent", type="keyUp", key=key, windowsVirtualKeyCode=code)
+
+    def screenshot(self, path: Path) -> Path:
+        """The page as it is now, as a PNG at ``path``."""
+        path.write_bytes(base64.b64decode(self.call("Page.captureScreenshot", format="png")["data"]))
+        return path
 
     def close(self) -> None:
         if getattr(self, "ws", None) is not None:
