@@ -8,6 +8,7 @@ Entity paths: ``world/robot/{box,capsule,cylinder,sphere,ellipsoid}``, ``camera/
 from __future__ import annotations
 
 import os
+import urllib.parse
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +40,7 @@ def view(content: EpisodeContent, save: Path | None = None, web_port: int | None
         rec.spawn(default_blueprint=layout)
     log_episode(rr, rec, content)
     rec.flush()
-    return f"http://127.0.0.1:{web_port}/?url={grpc}" if web_port is not None else None
+    return f"http://127.0.0.1:{web_port}/?url={urllib.parse.quote(grpc, safe='')}" if web_port is not None else None
 
 
 def blueprint(content: EpisodeContent):
