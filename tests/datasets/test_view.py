@@ -3,6 +3,7 @@ MCAP's own readers, and viewing writes nothing into the dataset."""
 
 import hashlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -156,6 +157,7 @@ def test_rerun_web_viewer_draws_the_saved_episode(h1_2_dataset, tmp_path):
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        start_new_session=True,  # rerun_cli runs the viewer binary as a child: stop the whole group
     )
     try:
         url = f"http://127.0.0.1:{web}/?url=rerun%2Bhttp%3A%2F%2F127.0.0.1%3A{grpc}%2Fproxy&renderer=webgl"
@@ -176,6 +178,6 @@ def test_rerun_web_viewer_draws_the_saved_episode(h1_2_dataset, tmp_path):
         finally:
             browser.close()
     finally:
-        rerun.terminate()
+        os.killpg(rerun.pid, signal.SIGTERM)
         rerun.wait(10)
     assert colours >= 2000, f"the viewer drew {colours} colours: {shot}"
