@@ -34,6 +34,10 @@ def test_the_golden_fixture_is_valid():
 def test_same_layout_and_metadata(fresh):
     assert files(fresh) == files(GOLDEN)
     new, old = (json.loads((r / "meta" / "info.json").read_text()) for r in (fresh, GOLDEN))
+    # One difference on purpose (issue 27): actions now name the joints they drive, a list of strings of the same
+    # form lerobot read for observation.state in this fixture.
+    assert new["features"]["action"].pop("names") == new["features"]["observation.state"]["names"]
+    assert old["features"]["action"].pop("names") is None
     assert new == old
 
 
