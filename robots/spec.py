@@ -25,6 +25,7 @@ class Joint:
     kp: float
     kd: float
     default: float = 0.0
+    armature: float | None = None  # the motor's rotor inertia reflected through its gearbox [kg·m²]; None: not tabled
     actuated: bool = True  # False: an encoder-only joint (reported in RobotState, not commanded)
 
 
@@ -123,6 +124,14 @@ class RobotSpec:
     def kd(self) -> np.ndarray:
         """(n_joints,) PD damping gains in motor order (N·m·s/rad, or N·s/m)."""
         return self._column("kd")
+
+    def motor_armature(self) -> np.ndarray:
+        """(n_joints,) each joint's motor-table armature [kg·m²], for ``SimConfig.armature = "motors"``; a clear error
+        when the spec does not table every joint's."""
+        missing = [j.name for j in self.joints if j.armature is None]
+        if missing:
+            raise ValueError(f"robot {self.name!r} has no motor armature for {missing} (SimConfig.armature='motors')")
+        return self._column("armature")
 
     @property
     def default_pose(self) -> np.ndarray:

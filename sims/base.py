@@ -68,6 +68,7 @@ class SimConfig:
     physics_dt: float | None = None  # None: the model file's timestep
     decimation: int = 1  # physics steps per control step
     control: Literal["pd", "torque"] = "pd"
+    armature: Literal["model", "motors"] = "model"  # rotor inertia: the model file's, or the spec's motor table
     n_threads: int = 0  # 0: one per core
     render_width: int = 320
     render_height: int = 240

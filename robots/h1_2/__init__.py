@@ -9,9 +9,9 @@ def make_spec() -> RobotSpec:
     """The H1-2's spec from ``constants``: 27 joints in motor order with vendor limits, gains and
     default pose; groups per leg, arm and waist plus ``upper_body`` / ``lower_body``."""
     joints = tuple(
-        Joint(name, lower=lo, upper=hi, velocity_limit=vel, torque_limit=tau, kp=kp, kd=kd, default=q0)
-        for name, (lo, hi), vel, tau, kp, kd, q0 in zip(
-            c.JOINT_NAMES, c.JOINT_RANGES, c.VELOCITY_LIMITS, c.TORQUE_LIMITS, c.KP, c.KD, c.DEFAULT_POSE
+        Joint(name, lower=lo, upper=hi, velocity_limit=vel, torque_limit=tau, kp=kp, kd=kd, default=q0, armature=arm)
+        for name, (lo, hi), vel, tau, kp, kd, q0, arm in zip(
+            c.JOINT_NAMES, c.JOINT_RANGES, c.VELOCITY_LIMITS, c.TORQUE_LIMITS, c.KP, c.KD, c.DEFAULT_POSE, c.ARMATURE
         )
     )
     return RobotSpec(

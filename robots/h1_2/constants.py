@@ -2,7 +2,7 @@
 
 Everything is in hardware motor order. Sources (vendor, unitree_rl_gym):
   joint names, ranges, torque limits: h1_2.xml; velocity limits: h1_2.urdf <limit velocity>;
-  gains and default pose: deploy_configs/real_h1_2.yaml.
+  gains and default pose: deploy_configs/real_h1_2.yaml; armature: the motor table (below).
 """
 
 from embody.assets import asset_path
@@ -83,6 +83,15 @@ TORQUE_LIMITS = _LEG_TORQUE * 2 + (200.0,) + _ARM_TORQUE * 2
 _LEG_VELOCITY = (23.0, 23.0, 23.0, 14.0, 9.0, 9.0)
 _ARM_VELOCITY = (9.0, 9.0, 20.0, 20.0, 31.4, 31.4, 31.4)
 VELOCITY_LIMITS = _LEG_VELOCITY * 2 + (23.0,) + _ARM_VELOCITY * 2
+
+# Armature [kg·m²]: each joint's motor rotor inertia reflected through its gearbox, from the H1-2 motor table
+# (M107-15: hip yaw, torso; M107-24: hip pitch and roll, knee; N7520-14.3: ankles (through their linkage, taken
+# as one motor's), shoulder yaw; N7520-22.5: shoulder pitch and roll, elbow; N5020-16: wrists). The vendor's MJCF
+# gives every joint 0.01, 16x less than the knee's motor: ``SimConfig.armature = "motors"`` uses these instead.
+_M107_15, _M107_24, _N7520_14, _N7520_22, _N5020 = 0.063259741, 0.160478022, 0.010177520, 0.025101925, 0.003609725
+_LEG_ARMATURE = (_M107_15, _M107_24, _M107_24, _M107_24, _N7520_14, _N7520_14)
+_ARM_ARMATURE = (_N7520_22, _N7520_22, _N7520_14, _N7520_22, _N5020, _N5020, _N5020)
+ARMATURE = _LEG_ARMATURE * 2 + (_M107_15,) + _ARM_ARMATURE * 2
 
 # PD gains and default pose (vendor deploy config).
 _LEG_KP, _LEG_KD = (200.0, 200.0, 200.0, 300.0, 40.0, 40.0), (2.5, 2.5, 2.5, 4.0, 2.0, 2.0)

@@ -139,6 +139,8 @@ class GenesisSimulator:
         self.scene, self.entity = make_scene(gs, robot, self.model, batch_links_info=True)
         self.scene.build(n_envs=config.n_envs)
         self._index()
+        if config.armature == "motors":  # Genesis reads the MJCF file itself: build_model has checked the spec's table
+            self._set_armature(robot.motor_armature())
         self._nominal_links()
         self._setup_control()
         self._default_qpos = self._np(self.entity.get_qpos())[0]  # the MJCF's qpos0 ...
@@ -171,6 +173,11 @@ class GenesisSimulator:
         self._ee = self._site(s.ee_site)
         self._foot_sites = [self._site(f) for f in s.foot_sites]
         self._feet = [site[0] for site in self._foot_sites]
+
+    def _set_armature(self, armature: np.ndarray) -> None:
+        """Every env's rotor inertia of the spec's joints (dofs info is batched per env)."""
+        values = np.tile(armature, (self.n_envs, 1))
+        self.entity.set_dofs_armature(self._t(values), self._v.tolist())
 
     def _site(self, name: str | None) -> tuple[int, np.ndarray, np.ndarray] | None:
         """(Genesis link index, position, quaternion in the link frame) of MJCF site ``name``."""

@@ -55,6 +55,7 @@ def build_model(robot: RobotSpec, config: SimConfig):
         raise ModelError(f"model file {robot.mjcf} lacks joints named in the {robot.name} spec: {missing}")
     if config.physics_dt:
         spec.option.timestep = config.physics_dt
+    set_armature(spec, robot, config)
     if robot.floating_base and "floor" not in {g.name for g in spec.geoms}:
         _add_floor_and_lights(spec)
     _add_actuators(spec, robot, config)
@@ -66,6 +67,20 @@ def build_model(robot: RobotSpec, config: SimConfig):
     model.vis.quality.offsamples = 4 if config.multisample else 0
     model.vis.quality.shadowsize = 2048 if config.shadows else 0
     return model, layout
+
+
+def set_armature(spec, robot: RobotSpec, config: SimConfig) -> None:
+    """``config.armature == "motors"``: each joint's rotor inertia from the robot spec's motor table replaces the
+    model file's (an MjSpec edited before compiling)."""
+    if config.armature == "motors":
+        from embody.config import ConfigError
+
+        try:
+            armature = robot.motor_armature()
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+        for name, value in zip(robot.joint_names, armature):
+            spec.joint(name).armature = value
 
 
 def _add_floor_and_lights(spec) -> None:

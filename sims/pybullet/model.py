@@ -33,20 +33,21 @@ from embody.cache import cache_dir, write_cached
 from embody.robots import RobotSpec
 from embody.robots.urdf import mjcf_to_urdf
 
-from ..base import ModelError
+from ..base import ModelError, SimConfig
 
 FLOOR_RGBA = (0.3, 0.35, 0.4, 1.0)  # the MuJoCo adapter's added floor
 VISIBLE_GROUPS = 3  # MuJoCo draws geom groups 0-2 by default (as robots/urdf.py)
 
 
-def compile_mjcf(robot: RobotSpec):
-    """The compiled MuJoCo model of ``robot`` (frames, timestep, cameras, scene geoms)."""
-    from ..mujoco.model import load_spec
+def compile_mjcf(robot: RobotSpec, config: SimConfig):
+    """The compiled MuJoCo model of ``robot`` (frames, timestep, cameras, scene geoms, the armature to fold)."""
+    from ..mujoco.model import load_spec, set_armature
 
     spec = load_spec(robot.mjcf)  # ModelError naming the file when missing or malformed
     missing = [n for n in robot.joint_names if n not in {j.name for j in spec.joints}]
     if missing:
         raise ModelError(f"model file {robot.mjcf} lacks joints named in the {robot.name} spec: {missing}")
+    set_armature(spec, robot, config)
     try:
         return spec.compile()
     except Exception as e:

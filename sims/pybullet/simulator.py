@@ -93,7 +93,7 @@ class PybulletSimulator:
         with quiet():  # pybullet announces its build time on import
             self._p = require("pybullet", "pybullet")
         self.robot, self.config, self.n_envs = robot, config, config.n_envs
-        self.model = compile_mjcf(robot)  # the MJCF, for timestep, gravity, scene and cameras
+        self.model = compile_mjcf(robot, config)  # the MJCF, for timestep, gravity, scene, cameras, armature
         self.physics_dt = float(config.physics_dt or self.model.opt.timestep)
         self.dt = self.physics_dt * config.decimation
         self._world = World(self._p, robot, self.model, self.physics_dt)

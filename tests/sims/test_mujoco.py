@@ -69,6 +69,19 @@ def test_model_without_spec_joints_is_refused(tmp_path):
         make_sim("mujoco", get_robot("cartpole").replace(mjcf=f), SimConfig())
 
 
+def test_motor_armature_replaces_the_model_files_and_needs_a_table():
+    from embody.config import ConfigError
+
+    sim = make_sim("mujoco", get_robot("h1_2"), SimConfig(armature="motors"))
+    spec = sim.robot
+    dofs = sim.model.jnt_dofadr[[sim.model.joint(n).id for n in spec.joint_names]]
+    np.testing.assert_array_equal(sim.model.dof_armature[dofs], spec.motor_armature())
+    knee, ankle = spec.joint_names.index("left_knee_joint"), spec.joint_names.index("left_ankle_pitch_joint")
+    assert spec.motor_armature()[knee] > 10 * spec.motor_armature()[ankle]  # M107-24 against N7520-14.3
+    with pytest.raises(ConfigError, match="'cartpole' has no motor armature"):
+        make_sim("mujoco", get_robot("cartpole"), SimConfig(armature="motors"))
+
+
 def test_unknown_names_list_the_valid_ones():
     from embody.registry import UnknownName
     from embody.sims.vec_env import make_env
