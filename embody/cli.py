@@ -225,13 +225,23 @@ def _robot_sim_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--domain", type=nonneg_int, default=0, help="DDS domain id (default: 0)")
     p.add_argument("--band", action="store_true", help="h1_2: hold the robot on an elastic band (released by command)")
     p.add_argument("--duration", type=positive_float, help="seconds to serve (default: until Ctrl-C)")
+    _armature_argument(p)
+
+
+def _armature_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--armature",
+        choices=("model", "motors"),
+        default="model",
+        help="the simulated robot's rotor inertia: the model file's (default) or the robot's motor table (h1_2)",
+    )
 
 
 @command("robot-sim", "a simulated robot behind the real wire protocol (DDS), in real time", _robot_sim_arguments)
 def _robot_sim(args) -> int:
     from embody.hardware.robot_sim import serve
 
-    serve(args.robot, iface=args.iface, domain=args.domain, band=args.band, duration_s=args.duration)
+    serve(args.robot, args.iface, args.domain, args.band, args.duration, args.armature)
     return exits.OK
 
 
@@ -252,6 +262,7 @@ def _deploy_arguments(p: argparse.ArgumentParser) -> None:
         help="a person's input as the task's reference (tasks with teleop(), e.g. ALMI's hand targets)",
     )
     p.add_argument("--no-band", action="store_true", help="sim: start the robot standing, without the band")
+    _armature_argument(p)
     p.add_argument("--record", metavar="DIR", help="record what was sent and received into a dataset (one episode)")
     p.add_argument(
         "--log",
@@ -284,6 +295,7 @@ def _deploy(args) -> int:
         record=Path(args.record) if args.record else None,
         log=Path(args.log) if args.log else None,
         teleop=args.teleop,
+        armature=args.armature,
     )
     commands = None if args.command is None else np.array(args.command)
     overrides = list(args.set)

@@ -114,6 +114,7 @@ class DeployConfig:
     record: Path | None = None  # a dataset to record the deployment into (one episode)
     log: Path | None = None  # .rrd (Rerun) or .mcap (Foxglove): the recording with the supervisor's events
     teleop: str | None = None  # an input device (keyboard, gamepad, spacemouse) whose moves the task's teleop() takes
+    armature: str = "model"  # sim: the simulated robot's rotor inertia, the model file's or the motor table's
 
 
 def parse_target(target: str) -> tuple[bool, str]:
@@ -125,10 +126,13 @@ def parse_target(target: str) -> tuple[bool, str]:
     raise HardwareError(f"unknown deploy target {target!r}: use 'sim' or 'dds:IFACE' (for example dds:eth0)")
 
 
-def start_robot_sim(robot: str, iface: str, domain: int, band: bool, timeout_s: float = 60.0) -> subprocess.Popen:
+def start_robot_sim(
+    robot: str, iface: str, domain: int, band: bool, armature: str = "model", timeout_s: float = 60.0
+) -> subprocess.Popen:
     """``embody robot-sim`` as a child process; returns once it serves (its ready line). Its output is
     drained from then on (a full pipe would stall it) into ``proc.output``, last lines kept."""
     cmd = [sys.executable, "-m", "embody.cli", "robot-sim", robot, "--iface", iface, "--domain", str(domain)]
+    cmd += ["--armature", armature]
     proc = subprocess.Popen(
         cmd + (["--band"] if band else []),
         stdout=subprocess.PIPE,
@@ -175,11 +179,13 @@ class Target:
 
 
 @contextlib.contextmanager
-def open_target(robot: RobotSpec, target: str, domain: int, band: bool = False) -> Iterator[Target]:
+def open_target(
+    robot: RobotSpec, target: str, domain: int, band: bool = False, armature: str = "model"
+) -> Iterator[Target]:
     """``robot`` at ``target`` (``sim`` or ``dds:IFACE``) for one session: for ``sim`` a robot-sim child is
     started first (``band``: held by the band) and stopped on exit, whatever happened."""
     start_sim, iface = parse_target(target)
-    sim = start_robot_sim(robot.name, iface, domain, band) if start_sim else None
+    sim = start_robot_sim(robot.name, iface, domain, band, armature) if start_sim else None
     t = Target(None, iface, sim)
     try:
         t.driver = make_driver(robot, iface, domain, None)
@@ -244,7 +250,7 @@ def deploy(run: Path, cfg: DeployConfig, overrides: list[str] = (), commands: np
     recording = {"task": runner.task.name, "run": str(run), "robot": cfg.robot, "target": cfg.target}
     recorder = RunRecording(runner.robot, round(cfg.policy_hz), recording, runner.task, cfg.record, cfg.log)
     try:
-        with open_target(runner.robot, cfg.target, cfg.domain, band) as target:
+        with open_target(runner.robot, cfg.target, cfg.domain, band, cfg.armature) as target:
             driver = target.driver
             config = dataclasses.replace(cfg.supervisor or driver.supervisor.config, ramp_s=cfg.ramp_s)
             driver.supervisor = SafetySupervisor(runner.robot, config)

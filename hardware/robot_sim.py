@@ -50,12 +50,13 @@ H1_2_MODE_MACHINE = 6  # reported in LowState_; clients must echo it
 class AdapterPhysics:
     """A robot in embody's MuJoCo adapter: one env, torque control, one physics step per ``step``."""
 
-    def __init__(self, robot: RobotSpec, physics_dt: float):
+    def __init__(self, robot: RobotSpec, physics_dt: float, armature: str = "model"):
         from embody.sims import SimConfig, make_sim
         from embody.sims.mujoco.model import joint_addresses
 
         self.robot = robot
-        self.sim = make_sim("mujoco", robot, SimConfig(n_envs=1, physics_dt=physics_dt, control="torque", n_threads=1))
+        cfg = SimConfig(n_envs=1, physics_dt=physics_dt, control="torque", n_threads=1, armature=armature)
+        self.sim = make_sim("mujoco", robot, cfg)
         self.model = self.sim.model
         self.dt = float(self.model.opt.timestep)
         self._qadr, self._vadr = joint_addresses(self.model, robot)
@@ -253,10 +254,10 @@ class BandPhysics(AdapterPhysics):
     """The H1-2 in the adapter (AdapterPhysics), with the band's wrench on the torso at every physics step while it
     is on: computed from the adapter's state before each step and passed through its ``apply_wrench``."""
 
-    def __init__(self, robot: RobotSpec, physics_dt: float, band: Band):
+    def __init__(self, robot: RobotSpec, physics_dt: float, band: Band, armature: str = "model"):
         import mujoco
 
-        super().__init__(robot, physics_dt)
+        super().__init__(robot, physics_dt, armature)
         if "applied_wrench" not in self.sim.capabilities:
             raise HardwareError(f"the {self.sim.name} adapter cannot apply the band's wrench")
         self._mj, self.band, self.on, self._applied = mujoco, band, False, False
@@ -323,6 +324,7 @@ class H1_2Server(SimServer):
         robot: RobotSpec | None = None,
         physics_dt: float = 0.002,
         band_config: Band = Band(),
+        armature: str = "model",
     ):
         from .unitree.h1_2 import UnitreeHgCodec
 
@@ -334,7 +336,7 @@ class H1_2Server(SimServer):
             iface,
             domain,
             physics_dt,
-            physics=BandPhysics(robot, physics_dt, band_config),
+            physics=BandPhysics(robot, physics_dt, band_config, armature),
         )
 
     @property
@@ -383,22 +385,34 @@ def sim_control(domain: int, iface: str, band: bool | None = None, reset: bool =
         time.sleep(0.01)
 
 
-def make_server(robot: str, iface: str = "lo", domain: int = 0, band: bool = False) -> SimServer:
-    """The robot-sim server for ``robot`` (h1_2 or peg_arm); HardwareError for another robot, or ``band`` on the arm."""
+def make_server(
+    robot: str, iface: str = "lo", domain: int = 0, band: bool = False, armature: str = "model"
+) -> SimServer:
+    """The robot-sim server for ``robot`` (h1_2 or peg_arm); HardwareError for another robot, or ``band`` on the arm.
+    ``armature``: the model file's rotor inertia or the motor table's (``SimConfig.armature``; the H1-2's)."""
     if robot == "h1_2":
-        return H1_2Server(iface=iface, domain=domain, band=band)
+        return H1_2Server(iface=iface, domain=domain, band=band, armature=armature)
     if robot == "peg_arm":
         if band:
             raise HardwareError("--band holds a humanoid; the peg arm is fixed to its base")
+        if armature != "model":
+            raise HardwareError("--armature motors: the peg arm has no motor table")
         return PegArmServer(iface=iface, domain=domain)
     raise HardwareError(f"unknown robot {robot!r} for robot-sim; robots: h1_2, peg_arm")
 
 
-def serve(robot: str, iface: str = "lo", domain: int = 0, band: bool = False, duration_s: float | None = None) -> None:
+def serve(
+    robot: str,
+    iface: str = "lo",
+    domain: int = 0,
+    band: bool = False,
+    duration_s: float | None = None,
+    armature: str = "model",
+) -> None:
     """The ``embody robot-sim`` command: serve until Ctrl-C or SIGTERM (or ``duration_s``)."""
     import signal
 
-    server = make_server(robot, iface, domain, band)
+    server = make_server(robot, iface, domain, band, armature)
     # both stop the loop, also where SIGINT was ignored at start (children of non-interactive shells)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: server.stop())

@@ -212,6 +212,17 @@ def test_robot_sim_refuses_an_unknown_robot():
     assert out.returncode == 2 and "unknown robot 'g1'" in out.stderr
 
 
+def test_robot_sim_takes_the_motor_tables_armature():
+    from embody.hardware.robot_sim import make_server
+
+    server = make_server("h1_2", band=True, armature="motors")
+    model, spec = server.physics.model, server.robot
+    knee = model.jnt_dofadr[model.joint("left_knee_joint").id]
+    assert model.dof_armature[knee] == spec.motor_armature()[spec.joint_names.index("left_knee_joint")]
+    with pytest.raises(HardwareError, match="peg arm has no motor table"):
+        make_server("peg_arm", armature="motors")
+
+
 def test_the_band_holds_the_passive_robot_up_and_releasing_it_drops_it():
     """In process (no DDS): the band's wrench goes through the MuJoCo adapter's apply_wrench."""
     from embody.hardware.robot_sim import H1_2Server
