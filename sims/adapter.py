@@ -100,16 +100,16 @@ def write_free_joint(qpos: np.ndarray, vel: np.ndarray, q: int, v: int, init: In
 class PhysicsTable:
     """Each env's domain-randomization parameters, relative to nominal (PhysicsParams' meaning).
 
-    ``friction``, ``mass_scale``, ``added_base_mass``, ``kp_scale``, ``kd_scale``: (n,) arrays, starting at 1,
-    1, 0 kg, 1 and 1.
+    ``friction``, ``mass_scale``, ``added_base_mass``, ``kp_scale``, ``kd_scale``, ``armature_scale``: (n,) arrays,
+    starting at 1, 1, 0 kg, 1, 1 and 1.
     """
 
-    FIELDS = ("friction", "mass_scale", "added_base_mass", "kp_scale", "kd_scale")
+    FIELDS = ("friction", "mass_scale", "added_base_mass", "kp_scale", "kd_scale", "armature_scale")
 
     def __init__(self, n_envs: int, robot: RobotSpec, has_base: bool):
         self.robot, self.has_base = robot, has_base
         self.friction, self.mass_scale, self.added_base_mass = np.ones(n_envs), np.ones(n_envs), np.zeros(n_envs)
-        self.kp_scale, self.kd_scale = np.ones(n_envs), np.ones(n_envs)
+        self.kp_scale, self.kd_scale, self.armature_scale = np.ones(n_envs), np.ones(n_envs), np.ones(n_envs)
 
     def update(self, ids: np.ndarray, params: PhysicsParams) -> None:
         """Store the fields ``params`` sets for envs ``ids`` (k,); mass on a robot without a base to

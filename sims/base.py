@@ -105,6 +105,7 @@ class PhysicsParams:
     mass_scale:      (k,) multiplier of every robot link's mass and rotational inertia
     kp_scale:        (k,) multiplier of every actuated joint's PD stiffness (``pd`` control; actuator randomization)
     kd_scale:        (k,) multiplier of every actuated joint's PD damping (``pd`` control)
+    armature_scale:  (k,) multiplier of every joint's armature (its motor's reflected rotor inertia)
     """
 
     friction: np.ndarray | None = None
@@ -112,6 +113,7 @@ class PhysicsParams:
     mass_scale: np.ndarray | None = None
     kp_scale: np.ndarray | None = None
     kd_scale: np.ndarray | None = None
+    armature_scale: np.ndarray | None = None
 
 
 @runtime_checkable

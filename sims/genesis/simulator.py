@@ -68,7 +68,7 @@ from ..adapter import (
     write_free_joint,
 )
 from ..base import InitState, ModelError, PhysicsParams, SimConfig
-from ..mujoco.model import build_model, load_spec
+from ..mujoco.model import build_model, joint_addresses, load_spec
 
 # MuJoCo's default solref time constant [s]: Genesis would give contacts and joint limits the MJCF
 # leaves unspecified its own 0.01 s; this keeps them as stiff as in the reference.
@@ -139,8 +139,9 @@ class GenesisSimulator:
         self.scene, self.entity = make_scene(gs, robot, self.model, batch_links_info=True)
         self.scene.build(n_envs=config.n_envs)
         self._index()
-        if config.armature == "motors":  # Genesis reads the MJCF file itself: build_model has checked the spec's table
-            self._set_armature(robot.motor_armature())
+        self._armature0 = self.model.dof_armature[joint_addresses(self.model, robot)[1]]  # the spec's joints'
+        if config.armature == "motors":  # Genesis reads the MJCF file itself: build_model has applied the table
+            self.entity.set_dofs_armature(self._t(np.tile(self._armature0, (self.n_envs, 1))), self._v.tolist())
         self._nominal_links()
         self._setup_control()
         self._default_qpos = self._np(self.entity.get_qpos())[0]  # the MJCF's qpos0 ...
@@ -173,11 +174,6 @@ class GenesisSimulator:
         self._ee = self._site(s.ee_site)
         self._foot_sites = [self._site(f) for f in s.foot_sites]
         self._feet = [site[0] for site in self._foot_sites]
-
-    def _set_armature(self, armature: np.ndarray) -> None:
-        """Every env's rotor inertia of the spec's joints (dofs info is batched per env)."""
-        values = np.tile(armature, (self.n_envs, 1))
-        self.entity.set_dofs_armature(self._t(values), self._v.tolist())
 
     def _site(self, name: str | None) -> tuple[int, np.ndarray, np.ndarray] | None:
         """(Genesis link index, position, quaternion in the link frame) of MJCF site ``name``."""
@@ -278,8 +274,8 @@ class GenesisSimulator:
         of the two geoms' friction x ratio, as MuJoCo takes the larger friction, so the ratio scales
         every contact's). Masses: the per-env link masses and inertias (the scene is built with
         RigidOptions(batch_links_info=True)), written as nominal x scale with the added mass on the
-        base link; Genesis then recomputes the inverse weights (like MuJoCo's mj_setConst). PD gains: the
-        per-env kp and kv of the actuated dofs (the scene is built with batch_dofs_info=True)."""
+        base link; Genesis then recomputes the inverse weights (like MuJoCo's mj_setConst). PD gains and armature:
+        the per-env kp, kv and armature of the spec's dofs (the scene is built with batch_dofs_info=True)."""
         torch, e = self._torch, self.entity
         ids = np.asarray(env_ids, dtype=np.int64)
         if ids.size == 0:
@@ -296,6 +292,9 @@ class GenesisSimulator:
             act = self._act  # kp first: Genesis' set_dofs_kp resets the whole PD, kv included
             e.set_dofs_kp(self._t(t.kp_scale[ids, None] * self.robot.kp[act]), self._act_dofs, envs_idx=ids_t)
             e.set_dofs_kv(self._t(t.kd_scale[ids, None] * self.robot.kd[act]), self._act_dofs, envs_idx=ids_t)
+        if params.armature_scale is not None:
+            scaled = t.armature_scale[ids, None] * self._armature0
+            e.set_dofs_armature(self._t(scaled), self._v.tolist(), envs_idx=ids_t)
         if params.mass_scale is None and params.added_base_mass is None:
             return
         scale = self._t(t.mass_scale[ids])

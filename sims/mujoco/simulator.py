@@ -160,8 +160,8 @@ class MujocoSimulator:
 
     # -- domain randomization -------------------------------------------------------------
     def set_physics(self, env_ids: np.ndarray, params: PhysicsParams) -> None:
-        """Per-env model copies (made on first use) carry each env's friction, masses and PD gains (the general
-        actuators' gain kp and bias −kp, −kd)."""
+        """Per-env model copies (made on first use) carry each env's friction, masses, armature and PD gains (the
+        general actuators' gain kp and bias −kp, −kd)."""
         m, ids = self.model, np.asarray(env_ids, dtype=np.int64)
         base = self._mj.mj_name2id(m, self._mj.mjtObj.mjOBJ_BODY, self.robot.base_body or "")
         if not self._own_models:
@@ -175,6 +175,7 @@ class MujocoSimulator:
                 mi.geom_friction[:, 0] = m.geom_friction[:, 0] * t.friction[i]
             mi.body_mass[1:] = m.body_mass[1:] * t.mass_scale[i]
             mi.body_inertia[1:] = m.body_inertia[1:] * t.mass_scale[i]
+            mi.dof_armature[:] = m.dof_armature * t.armature_scale[i]
             if base > 0:
                 mi.body_mass[base] += t.added_base_mass[i]
             if self.config.control == "pd":

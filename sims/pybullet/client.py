@@ -260,16 +260,23 @@ class LinkDynamics:
                     rotor[-1] = armature * np.square(joint[13])
         self.mass, self.moments, self.rotor = np.array(mass), np.array(moments), np.array(rotor)
 
-    def apply(self, c: int, friction: float | None, mass_scale: float | None, added_base_mass: float) -> None:
+    def apply(
+        self,
+        c: int,
+        friction: float | None,
+        mass_scale: float | None,
+        added_base_mass: float,
+        armature_scale: float = 1.0,
+    ) -> None:
         """Set client ``c``'s robot links' lateral friction (when not None) and, when ``mass_scale`` is
-        not None, every link's mass and inertia (inertia after mass: a mass write recomputes the
-        inertia from the collision shape)."""
+        not None, every link's mass and inertia with its folded armature times ``armature_scale`` (inertia
+        after mass: a mass write recomputes the inertia from the collision shape)."""
         p, body, kw = self.p, self.body, {"physicsClientId": c}
         for k, link in enumerate(self.links):
             if friction is not None:
                 p.changeDynamics(body, link, lateralFriction=friction, **kw)
             if mass_scale is not None:
                 mass = mass_scale * self.mass[k] + (added_base_mass if link == -1 else 0.0)
-                moments = mass_scale * self.moments[k] - (mass_scale - 1.0) * self.rotor[k]
+                moments = mass_scale * self.moments[k] - (mass_scale - armature_scale) * self.rotor[k]
                 p.changeDynamics(body, link, mass=mass, **kw)
                 p.changeDynamics(body, link, localInertiaDiagonal=moments.tolist(), **kw)

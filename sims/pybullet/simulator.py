@@ -197,12 +197,12 @@ class PybulletSimulator:
     def set_physics(self, env_ids: np.ndarray, params: PhysicsParams) -> None:
         """Friction: the robot links' lateral friction (1 nominally; PyBullet multiplies it with the
         scene body's, so this scales every robot–scene contact's friction). Masses: changeDynamics
-        on every link (``client.LinkDynamics``). PD gains: this adapter's own PD reads the scales at
+        and folded armature on every link (``client.LinkDynamics``). PD gains: this adapter's own PD reads the scales at
         each step. Parameters are not part of get_state rows, and restoreState keeps them (they are
         model, not state)."""
         ids = np.asarray(env_ids, dtype=np.int64)
         self._physics.update(ids, params)
-        masses = params.added_base_mass is not None or params.mass_scale is not None
+        masses = any(x is not None for x in (params.added_base_mass, params.mass_scale, params.armature_scale))
         for i in ids:
             self._apply_physics(int(i), friction=params.friction is not None, masses=masses)
 
@@ -213,6 +213,7 @@ class PybulletSimulator:
             t.friction[i] if friction else None,
             t.mass_scale[i] if masses else None,
             t.added_base_mass[i],
+            t.armature_scale[i],
         )
 
     def set_fixture_pose(self, body: str, env_ids: np.ndarray, pos: np.ndarray, quat: np.ndarray) -> None:

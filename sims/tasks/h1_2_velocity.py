@@ -53,6 +53,7 @@ class Randomization:
     action_delay_steps: int = 1  # each episode draws a delay in 0..this many control steps
     kp_scale: tuple[float, float] = (1.0, 1.0)  # PD stiffness multiplier per episode (actuator randomization)
     kd_scale: tuple[float, float] = (1.0, 1.0)  # PD damping multiplier per episode
+    armature_scale: tuple[float, float] = (1.0, 1.0)  # rotor inertia multiplier per episode (engines disagree on it)
 
 
 # per second (legged_gym's convention; unitree_rl_gym's H1-2 values plus a torque penalty)
@@ -307,7 +308,7 @@ class H1_2Velocity(Task):
 
     def sample_physics(self, env_ids: np.ndarray) -> PhysicsParams | None:
         """Friction multiplier, added base mass [kg] and mass scale per env (remembered for the privileged observation)
-        and, when their ranges are not (1, 1), PD gain scales; None when randomization is off."""
+        and, when their ranges are not (1, 1), PD gain and armature scales; None when randomization is off."""
         r, k = self.config.randomization, len(env_ids)
         if not r.enabled:
             return None
@@ -321,6 +322,7 @@ class H1_2Velocity(Task):
             mass_scale=self.mass_scale[env_ids],
             kp_scale=gains(r.kp_scale),
             kd_scale=gains(r.kd_scale),
+            armature_scale=gains(r.armature_scale),
         )
 
     def sample_pushes(self) -> tuple[np.ndarray, np.ndarray] | None:

@@ -130,32 +130,47 @@ def test_pd_step_response_matches_mujoco(sim_name):
     assert np.abs(ours - reference).max() < PD_STEP_TOL, np.abs(ours - reference).max()
 
 
-def _knee_step(sim_name, armature: str) -> np.ndarray:
-    """The airborne H1-2's left knee after a 0.3 rad step of its PD target: (8,) offsets over 80 ms."""
-    cfg = SimConfig(n_envs=1, decimation=5, physics_dt=0.002, armature=armature, render_width=64, render_height=48)
+def _knee_step(sim_name, armature: str = "model", scales=None) -> np.ndarray:
+    """The airborne H1-2's left knee after a 0.3 rad step of its PD target: offsets (n, 8) over 80 ms, one row per
+    env (``scales``: each env's ``armature_scale``)."""
+    n = 1 if scales is None else len(scales)
+    cfg = SimConfig(n_envs=n, decimation=5, physics_dt=0.002, armature=armature, render_width=64, render_height=48)
     sim = make_sim(sim_name, get_robot("h1_2"), cfg)
     spec, knee = sim.robot, sim.robot.joint_names.index("left_knee_joint")
-    sim.reset(np.array([0]), airborne(spec, 1, z=3.0))
-    target = spec.default_pose.copy()
-    target[knee] += 0.3
+    if scales is not None:
+        from embody.sims import PhysicsParams
+
+        sim.set_physics(np.arange(n), PhysicsParams(armature_scale=np.array(scales)))
+    sim.reset(np.arange(n), airborne(spec, n, z=3.0))
+    target = np.tile(spec.default_pose, (n, 1))
+    target[:, knee] += 0.3
     offsets = []
     for _ in range(8):
-        sim.step(target[None])
-        offsets.append(sim.state().joint_pos[0, knee] - spec.default_pose[knee])
+        sim.step(target)
+        offsets.append(sim.state().joint_pos[:, knee] - spec.default_pose[knee])
     sim.close()
-    return np.array(offsets)
+    return np.array(offsets).T
 
 
 @pytest.mark.parametrize("sim_name", SIMS)
 def test_motor_armature_slows_the_knee_as_in_mujoco(sim_name):
     """``armature="motors"``: the motor table's rotor inertia (16x the vendor MJCF's at the knee) reaches every
     engine: the knee rises more slowly than with the model file's, and as it does in MuJoCo."""
-    reference, model_file = _knee_step("mujoco", "motors"), _knee_step("mujoco", "model")
+    reference, model_file = _knee_step("mujoco", "motors")[0], _knee_step("mujoco")[0]
     assert (reference[:4] < model_file[:4] - 0.03).all(), (reference, model_file)
     tol = ARMATURE_TOL.get(sim_name, PD_STEP_TOL)
     assert np.abs(model_file - reference).max() > 1.5 * tol  # an engine ignoring the setting would fail
-    ours = reference if sim_name == "mujoco" else _knee_step(sim_name, "motors")
+    ours = reference if sim_name == "mujoco" else _knee_step(sim_name, "motors")[0]
     assert np.abs(ours - reference).max() < tol, np.abs(ours - reference).max()
+
+
+@pytest.mark.parametrize("sim_name", SIMS)
+def test_armature_scale_is_per_env_as_in_mujoco(sim_name):
+    """Domain randomization of the rotor inertia: env 1's armature 16x env 0's (the knee's motor-table value)."""
+    reference = _knee_step("mujoco", scales=[1.0, 16.0])
+    assert (reference[1, :4] < reference[0, :4] - 0.03).all(), reference
+    ours = reference if sim_name == "mujoco" else _knee_step(sim_name, scales=[1.0, 16.0])
+    assert np.abs(ours - reference).max() < ARMATURE_TOL.get(sim_name, PD_STEP_TOL), np.abs(ours - reference).max()
 
 
 @pytest.mark.parametrize("sim_name", SIMS)
