@@ -16,9 +16,8 @@ def test_the_walking_policies_are_committed():
 
 @pytest.mark.parametrize("run", POLICIES, ids=lambda p: p.name)
 def test_a_committed_policy_walks_forward_on_command(run):
-    """5 s at 0.5 m/s forward, randomization off: no fall, and forward progress. The 30-minute policies
-    under-track this command (seeds 1 and 2 cover 0.7-0.9 m of the 2.5 m asked; issue 19's note): the bar is
-    0.5 m, a regression guard, not the tracking target (that is `embody bench learning`'s)."""
+    """5 s at 0.5 m/s forward, randomization off: no fall, and forward progress. The bar is 0.5 m of the 2.5 m
+    asked, a regression guard, not the tracking target (that is `embody bench learning`'s; issue 19's note)."""
     cfg, _ = load_run(run)
     cfg.env["randomization"]["enabled"] = False
     env = build_env(cfg, n_envs=2, seed=0, evaluation=True)
