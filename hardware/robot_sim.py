@@ -107,9 +107,10 @@ class SimServer:
         physics_dt: float = 0.002,
         brakes: bool = False,
         physics=None,
+        armature: str = "model",
     ):
         self.robot, self.codec, self.iface, self.domain = robot, codec, iface, domain
-        self.physics = physics or AdapterPhysics(robot, physics_dt)
+        self.physics = physics or AdapterPhysics(robot, physics_dt, armature)
         self._act = robot.actuated
         self.brakes = brakes  # a disabled joint is held by its brake (arms) rather than passive (the H1-2)
         self._lock = threading.Lock()
@@ -366,11 +367,18 @@ class PegArmServer(SimServer):
     """The simulated peg arm (the Panda holding its peg above the board), at its default pose, its joints
     braked until their motors are enabled (as an arm's brakes hold it while it is not controlled)."""
 
-    def __init__(self, iface: str = "lo", domain: int = 0, robot: RobotSpec | None = None, physics_dt: float = 0.002):
+    def __init__(
+        self,
+        iface: str = "lo",
+        domain: int = 0,
+        robot: RobotSpec | None = None,
+        physics_dt: float = 0.002,
+        armature: str = "model",
+    ):
         from .arms.sim import ArmCodec
 
         robot = robot or get_robot("peg_arm")
-        super().__init__(robot, ArmCodec(robot.n_joints), iface, domain, physics_dt, brakes=True)
+        super().__init__(robot, ArmCodec(robot.n_joints), iface, domain, physics_dt, brakes=True, armature=armature)
 
 
 def sim_control(domain: int, iface: str, band: bool | None = None, reset: bool = False, repeats: int = 5) -> None:
@@ -395,9 +403,7 @@ def make_server(
     if robot == "peg_arm":
         if band:
             raise HardwareError("--band holds a humanoid; the peg arm is fixed to its base")
-        if armature != "model":
-            raise HardwareError("--armature motors: the peg arm has no motor table")
-        return PegArmServer(iface=iface, domain=domain)
+        return PegArmServer(iface=iface, domain=domain, armature=armature)
     raise HardwareError(f"unknown robot {robot!r} for robot-sim; robots: h1_2, peg_arm")
 
 

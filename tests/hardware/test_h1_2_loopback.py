@@ -213,13 +213,14 @@ def test_robot_sim_refuses_an_unknown_robot():
 
 
 def test_robot_sim_takes_the_motor_tables_armature():
+    from embody.config import ConfigError
     from embody.hardware.robot_sim import make_server
 
     server = make_server("h1_2", band=True, armature="motors")
     model, spec = server.physics.model, server.robot
     knee = model.jnt_dofadr[model.joint("left_knee_joint").id]
     assert model.dof_armature[knee] == spec.motor_armature()[spec.joint_names.index("left_knee_joint")]
-    with pytest.raises(HardwareError, match="peg arm has no motor table"):
+    with pytest.raises(ConfigError, match="'peg_arm' has no motor armature"):
         make_server("peg_arm", armature="motors")
 
 

@@ -71,10 +71,11 @@ def test_model_without_spec_joints_is_refused(tmp_path):
 
 def test_motor_armature_replaces_the_model_files_and_needs_a_table():
     from embody.config import ConfigError
+    from embody.sims.mujoco.model import joint_addresses
 
     sim = make_sim("mujoco", get_robot("h1_2"), SimConfig(armature="motors"))
     spec = sim.robot
-    dofs = sim.model.jnt_dofadr[[sim.model.joint(n).id for n in spec.joint_names]]
+    dofs = joint_addresses(sim.model, spec)[1]
     np.testing.assert_array_equal(sim.model.dof_armature[dofs], spec.motor_armature())
     knee, ankle = spec.joint_names.index("left_knee_joint"), spec.joint_names.index("left_ankle_pitch_joint")
     assert spec.motor_armature()[knee] > 10 * spec.motor_armature()[ankle]  # M107-24 against N7520-14.3
