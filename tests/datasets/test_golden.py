@@ -38,6 +38,9 @@ def test_same_layout_and_metadata(fresh):
     # form lerobot read for observation.state in this fixture.
     assert new["features"]["action"].pop("names") == new["features"]["observation.state"]["names"]
     assert old["features"]["action"].pop("names") is None
+    # And one setting added since (issue 19): the recorded sim config names its rotor inertia, the model file's.
+    assert new["embody"]["recording"]["env_config"]["sim"].pop("armature") == "model"
+    assert "armature" not in old["embody"]["recording"]["env_config"]["sim"]
     assert new == old
 
 
