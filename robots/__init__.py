@@ -12,6 +12,7 @@ ROBOTS: Registry = Registry("robot")
 ROBOTS.register("cartpole", "embody.robots.cartpole:make_spec")
 ROBOTS.register("h1_2", "embody.robots.h1_2:make_spec")
 ROBOTS.register("gym_humanoid", "embody.robots.gym_humanoid:make_spec")
+ROBOTS.register("gym_hopper", "embody.robots.gym_hopper:make_spec")
 ROBOTS.register("peg_arm", "embody.robots.peg_arm:make_spec")
 
 

@@ -28,19 +28,24 @@ from .spec import Joint, RobotSpec
 VELOCITY_LIMIT = 100.0  # rad/s; the model declares none
 
 
-def gymnasium_xml() -> Path:
-    """Path of humanoid.xml inside the installed gymnasium package (ImportError without gymnasium)."""
+def gymnasium_xml(name: str = "humanoid.xml") -> Path:
+    """Path of a MuJoCo model file inside the installed gymnasium package (ImportError without gymnasium)."""
     import gymnasium
 
-    return Path(os.path.dirname(gymnasium.__file__)) / "envs/mujoco/assets/humanoid.xml"
+    return Path(os.path.dirname(gymnasium.__file__)) / "envs/mujoco/assets" / name
+
+
+def actuator_free_text(source: Path) -> str:
+    """The text of ``source`` without its ``<actuator>`` section."""
+    stripped, n = re.subn(r"<actuator>.*?</actuator>", "", source.read_text(), flags=re.S)
+    if n != 1:
+        raise ValueError(f"{source}: expected one <actuator> section, found {n}")
+    return stripped
 
 
 def actuator_free_xml(source: Path, cache: Path | None = None) -> Path:
     """A copy of ``source`` without its ``<actuator>`` section, cached by content hash."""
-    stripped, n = re.subn(r"<actuator>.*?</actuator>", "", source.read_text(), flags=re.S)
-    if n != 1:
-        raise ValueError(f"{source}: expected one <actuator> section, found {n}")
-    return write_cached(cache or cache_dir("gym_humanoid"), stripped, stem=source.stem)
+    return write_cached(cache or cache_dir("gym_humanoid"), actuator_free_text(source), stem=source.stem)
 
 
 def make_spec() -> RobotSpec:

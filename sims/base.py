@@ -37,6 +37,7 @@ CAPABILITIES = {
     "push": "velocity kicks to the floating base",
     "fixture_pose": "per-env pose of a fixed scene body (the peg board)",
     "applied_wrench": "an external force and torque on a named body, held at every physics step until changed",
+    "differentiable": "transition Jacobians: gradients through the step (sims/diff.py)",
 }
 
 

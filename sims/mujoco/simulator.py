@@ -66,6 +66,7 @@ class MujocoSimulator:
             "push",
             "fixture_pose",
             "applied_wrench",
+            "differentiable",
         }
     )
 
@@ -105,6 +106,7 @@ class MujocoSimulator:
         self.diverged = np.zeros(n, dtype=bool)
         self.divergence_count = 0
         self._renderer = None
+        self._fd = None  # the finite-difference transition, made on first use (capability ``differentiable``)
 
     # -- state ---------------------------------------------------------------------------
     def _row_of(self, data) -> np.ndarray:
@@ -244,6 +246,27 @@ class MujocoSimulator:
         if len(ids):
             self.set_state(np.tile(self._default_row, (len(ids), 1)), ids)
 
+    # -- gradients (capability ``differentiable``; sims/diff.py, sims/mujoco/diff.py) ---------------------------
+    def _transition(self):
+        if self._fd is None:
+            from .diff import FiniteDifferenceTransition
+
+            self._fd = FiniteDifferenceTransition(self)
+        return self._fd
+
+    def diff_state(self) -> np.ndarray:
+        """(n, nq + nv + na) [qpos, qvel, act] of every env (sims/mujoco/diff.py)."""
+        return self._transition().state(self._state)
+
+    def set_diff_state(self, x: np.ndarray, env_ids: np.ndarray | None = None) -> None:
+        ids = select_envs(self.n_envs, env_ids)
+        self.set_state(self._transition().rows(x, ids), ids)
+
+    def transition(self, x: np.ndarray, u: np.ndarray, jacobians: bool):
+        """Next diff states (n, d) after one control step from ``x`` under commands ``u`` (n, a), with A, B when
+        ``jacobians`` (sims/diff.py); the envs' own state is left as it was."""
+        return self._transition()(x, u, jacobians)
+
     # -- observation ---------------------------------------------------------------------
     def state(self) -> RobotState:
         s, sd, L = self._state, self._sensordata, self._sensors
@@ -295,6 +318,8 @@ class MujocoSimulator:
         return np.stack(frames)
 
     def close(self) -> None:
+        if self._fd is not None:
+            self._fd.close()
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
