@@ -65,7 +65,11 @@ def _list(args) -> int:
 def _train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("task", nargs="?", help="task name (see `embody list`)")
     p.add_argument("--sim", help="simulator (default: mujoco)")
-    p.add_argument("--algo", choices=["ppo", "sac"], help="the learner (default: ppo)")
+    p.add_argument(
+        "--algo",
+        choices=["ppo", "sac", "shac"],
+        help="the learner (default: ppo; shac: through a differentiable simulator)",
+    )
     p.add_argument("--envs", type=positive_int, help="number of parallel envs")
     p.add_argument("--steps", type=positive_int, help="total env steps")
     p.add_argument("--seed", type=any_int)

@@ -1,4 +1,4 @@
-"""``embody train``: PPO (or SAC, ``algo: sac``) on a registered task, writing a run directory (see embody.runs)."""
+"""``embody train``: PPO (or SAC, ``algo: sac``; SHAC, ``algo: shac``) on a registered task, writing a run directory (see embody.runs)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from embody.policies.actor_critic import ActorCritic, ActorCriticConfig
 from embody.policies.ppo import PPO, PPOConfig
 from embody.policies.preference import PreferenceConfig
 from embody.policies.sac import SACConfig
+from embody.policies.shac import SHACConfig
 from embody.progress import Progress
 from embody.runs import (  # noqa: F401  (build_env .. record_video: re-exported, their home was here)
     CHECKPOINT,
@@ -33,16 +34,16 @@ from embody.runs import (  # noqa: F401  (build_env .. record_video: re-exported
 from embody.sims.gymnasium_env import PREFIX
 from embody.sims.tasks import TASKS
 
-ALGOS = ("ppo", "sac")
+ALGOS = ("ppo", "sac", "shac")
 
 
 @dataclass
 class TrainConfig:
     """A training run's config, saved as the run's ``config.yaml``: task and simulator, scale, budget, network,
-    the algorithm and its settings (``ppo`` with ``policy``, or ``sac``)."""
+    the algorithm and its settings (``ppo`` with ``policy``, ``sac``, or ``shac``)."""
 
     task: str = "cartpole-swingup"
-    algo: str = "ppo"  # ppo | sac
+    algo: str = "ppo"  # ppo | sac | shac (through a differentiable simulator)
     sim: str = "mujoco"
     n_envs: int = 256
     steps: int = 2_000_000
@@ -63,6 +64,7 @@ class TrainConfig:
     policy: ActorCriticConfig = field(default_factory=ActorCriticConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
     sac: SACConfig = field(default_factory=SACConfig)
+    shac: SHACConfig = field(default_factory=SHACConfig)
     preference: PreferenceConfig = field(default_factory=PreferenceConfig)  # SAC on a learned reward (PEBBLE)
 
 
@@ -106,6 +108,10 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, teacher=None) -> di
         from embody.train_sac import train_sac
 
         return train_sac(cfg, out, resume, teacher)
+    if cfg.algo == "shac":
+        from embody.train_shac import train_shac
+
+        return train_shac(cfg, out, resume)
     env = build_env(cfg)  # first: a bad config (or init_from) leaves no run directory behind
     init = load_run_checkpoint(cfg.init_from, expect=env, device=cfg.device) if cfg.init_from and not resume else None
     start_run(out, cfg)

@@ -23,6 +23,7 @@ class ActorCriticConfig:
     activation: str = "tanh"
     init_std: float = 0.6
     normalize_obs: bool = True
+    squash: bool = False  # act() returns tanh(mean or sample): SHAC's bounded actions (PPO samples unsquashed)
 
 
 class ActorCritic(nn.Module):
@@ -83,10 +84,10 @@ class ActorCritic(nn.Module):
 
     @torch.no_grad()
     def act(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
-        """obs (n, o) → action (n, a): the mean when ``deterministic``, else a sample; unclipped, no gradients."""
-        if deterministic:
-            return self.actor(self.obs_norm(obs))
-        return self.distribution(obs).sample()
+        """obs (n, o) → action (n, a): the mean when ``deterministic``, else a sample; unclipped (tanh of it with
+        ``squash``), no gradients."""
+        action = self.actor(self.obs_norm(obs)) if deterministic else self.distribution(obs).sample()
+        return torch.tanh(action) if self.config.squash else action
 
     def reset(self, env_ids: torch.Tensor | None = None) -> None:
         pass

@@ -4,7 +4,8 @@ An adapter with the ``differentiable`` capability offers ``transition(x, u, jaco
 and commands ``u`` (n, a), float64 numpy, one control step (``decimation`` physics steps, the command held) gives
 the next states (n, d) and, when asked, the Jacobians A = ∂x'/∂x (n, d, d) and B = ∂x'/∂u (n, d, a); without the
 Jacobians it must return exactly what ``step`` would. ``diff_state()`` gives the current (n, d) states and
-``set_diff_state(x)`` writes them back (the state layout is the adapter's, documented there).
+``set_diff_state(x)`` writes them back (the state layout is the adapter's, documented there);
+``diff_joint_columns()`` says where the spec's joint positions and velocities (j,) sit in a row.
 
 ``differentiable_step(sim, x, u)`` wraps that in autograd: the forward pass runs the real engine, the backward pass
 is a vector–Jacobian product with the stored A and B (per env, batched). The engine is never differentiated
@@ -29,6 +30,8 @@ class Differentiable(Protocol):
     def diff_state(self) -> np.ndarray: ...
 
     def set_diff_state(self, x: np.ndarray, env_ids: np.ndarray | None = None) -> None: ...
+
+    def diff_joint_columns(self) -> tuple[np.ndarray, np.ndarray]: ...
 
     def transition(
         self, x: np.ndarray, u: np.ndarray, jacobians: bool

@@ -1,25 +1,42 @@
-"""Shaped-reward helpers shared by tasks (the DeepMind Control Suite's tolerance)."""
+"""Shaped-reward helpers shared by tasks (the DeepMind Control Suite's tolerance).
+
+Written once for numpy arrays and torch tensors alike (``namespace``): a differentiable task's reward runs through
+the same code on the numpy step and on the gradient path (sims/diff_env.py)."""
 
 from __future__ import annotations
+
+import math
+import sys
 
 import numpy as np
 
 
-def tolerance(
-    x: np.ndarray, bounds=(0.0, 0.0), margin: float = 0.0, sigmoid: str = "gaussian", value_at_margin: float = 0.1
-) -> np.ndarray:
-    """1 inside ``bounds``, decaying with distance outside to ``value_at_margin`` at ``margin``."""
+def namespace(x):
+    """The array module of ``x``: torch for a tensor, else numpy (their shared calls: exp, abs, where, clip, cos, ...)."""
+    torch = sys.modules.get("torch")  # a tensor exists only if torch is imported
+    return torch if torch is not None and isinstance(x, torch.Tensor) else np
+
+
+def like(value, x):
+    """``value`` (an array) in ``x``'s kind: a tensor of x's dtype and device when ``x`` is one."""
+    xp = namespace(x)
+    return value if xp is np else xp.as_tensor(value, dtype=x.dtype, device=x.device)
+
+
+def tolerance(x, bounds=(0.0, 0.0), margin: float = 0.0, sigmoid: str = "gaussian", value_at_margin: float = 0.1):
+    """1 inside ``bounds``, decaying with distance outside to ``value_at_margin`` at ``margin`` (numpy or torch)."""
+    xp = namespace(x)
     lower, upper = bounds
     inside = (lower <= x) & (x <= upper)
     if margin == 0:
-        return inside.astype(np.float64)
-    d = np.where(x < lower, lower - x, x - upper) / margin
+        return xp.where(inside, 1.0 + 0.0 * x, 0.0 * x)
+    d = xp.where(x < lower, lower - x, x - upper) / margin
     if sigmoid == "gaussian":
-        scale = np.sqrt(-2 * np.log(value_at_margin))
-        out = np.exp(-0.5 * (d * scale) ** 2)
+        scale = math.sqrt(-2 * math.log(value_at_margin))
+        out = xp.exp(-0.5 * (d * scale) ** 2)
     elif sigmoid == "quadratic":
-        scale = np.sqrt(1 - value_at_margin)
-        out = np.where(np.abs(d * scale) < 1, 1 - (d * scale) ** 2, 0.0)
+        scale = math.sqrt(1 - value_at_margin)
+        out = xp.where(xp.abs(d * scale) < 1, 1 - (d * scale) ** 2, 0.0)
     else:
         raise ValueError(f"unknown sigmoid {sigmoid!r}; valid: gaussian, quadratic")
-    return np.where(inside, 1.0, out)
+    return xp.where(inside, 1.0, out)

@@ -76,6 +76,9 @@ class Task(ABC):
     # what `embody bench learning` holds a trained policy to: ("return", frac of max), ("length", × random),
     # ("success", rate) or ("tracking", (lin err, yaw err, survival)); None: the task is not benchmarked
     learning_bar: ClassVar[tuple | None] = None
+    # True: observe, the reward terms and action_to_command also take torch tensors (a RobotState of tensors) and
+    # keep their gradients, so that sims/diff_env.py can differentiate the task through a differentiable simulator
+    differentiable: ClassVar[bool] = False
 
     def __init__(self, config: TaskConfig, robot: RobotSpec, n_envs: int, seed: int = 0):
         self.config, self.robot, self.n_envs = config, robot, n_envs
@@ -211,7 +214,7 @@ class Task(ABC):
             for name, w in self.config.reward_weights.items()
             if w != 0.0
         }
-        total = np.sum(list(terms.values()), axis=0) if terms else np.zeros(state.n_envs)
+        total = sum(terms.values()) if terms else np.zeros(state.n_envs)  # sum: numpy or torch terms alike
         return total, terms
 
     def after_step(self, action: np.ndarray) -> None:

@@ -262,6 +262,11 @@ class MujocoSimulator:
         ids = select_envs(self.n_envs, env_ids)
         self.set_state(self._transition().rows(x, ids), ids)
 
+    def diff_joint_columns(self) -> tuple[np.ndarray, np.ndarray]:
+        """Columns of the spec's joint positions and velocities (j,) in a diff state row."""
+        self._transition()  # refuses models it cannot differentiate
+        return self._qadr.copy(), self.model.nq + self._vadr
+
     def transition(self, x: np.ndarray, u: np.ndarray, jacobians: bool):
         """Next diff states (n, d) after one control step from ``x`` under commands ``u`` (n, a), with A, B when
         ``jacobians`` (sims/diff.py); the envs' own state is left as it was."""

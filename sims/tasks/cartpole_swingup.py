@@ -14,7 +14,7 @@ import numpy as np
 from embody.robots import RobotState
 
 from ..base import InitState, SimConfig
-from ..rewards import tolerance
+from ..rewards import like, namespace, tolerance
 from ..task import Task, TaskConfig
 
 
@@ -35,6 +35,7 @@ class CartpoleSwingup(Task):
     name = "cartpole-swingup"
     learning_bar = ("return", 0.7)
     robot_name = "cartpole"
+    differentiable = True  # observe, reward and action_to_command take torch tensors too (sims/diff_env.py)
     config_class = CartpoleSwingupConfig
     train_defaults = {"n_envs": 256, "steps": 2_500_000, "ppo.lr_schedule": "linear"}  # adaptive LR oscillates here
 
@@ -53,19 +54,22 @@ class CartpoleSwingup(Task):
 
     def action_to_command(self, action: np.ndarray) -> np.ndarray:
         """Cart force: clip(a, -1, 1) times the actuator's torque limit."""
-        return np.clip(action, -1.0, 1.0) * self.robot.torque_limit[self.robot.actuated]
+        xp = namespace(action)
+        return xp.clip(action, -1.0, 1.0) * like(self.robot.torque_limit[self.robot.actuated], action)
 
     def observe(self, state: RobotState) -> np.ndarray:
-        """(n, 5): cart x, cos θ, sin θ, cart ẋ, θ̇ (θ = 0 upright)."""
-        x, th = state.joint_pos[:, 0], state.joint_pos[:, 1]
-        v = state.joint_vel
-        return np.stack([x, np.cos(th), np.sin(th), v[:, 0], v[:, 1]], axis=1).astype(np.float32)
+        """(n, 5): cart x, cos θ, sin θ, cart ẋ, θ̇ (θ = 0 upright); float32, or the state's tensors' dtype."""
+        x, th, v = state.joint_pos[:, 0], state.joint_pos[:, 1], state.joint_vel
+        xp = namespace(x)
+        obs = xp.stack([x, xp.cos(th), xp.sin(th), v[:, 0], v[:, 1]], axis=1)
+        return obs.astype(np.float32) if xp is np else obs
 
     def reward_swingup(self, state: RobotState, action: np.ndarray) -> np.ndarray:
         """dm_control's smooth swingup reward: upright × centered × small control × small velocity."""
-        upright = (np.cos(state.joint_pos[:, 1]) + 1) / 2
+        xp = namespace(action)
+        upright = (xp.cos(state.joint_pos[:, 1]) + 1) / 2
         centered = (1 + tolerance(state.joint_pos[:, 0], margin=2)) / 2
-        u = np.clip(action[:, 0], -1, 1)
+        u = xp.clip(action[:, 0], -1, 1)
         small_control = (4 + tolerance(u, margin=1, value_at_margin=0, sigmoid="quadratic")) / 5
         small_velocity = (1 + tolerance(state.joint_vel[:, 1], margin=5)) / 2
         return upright * centered * small_control * small_velocity

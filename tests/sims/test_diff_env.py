@@ -1,0 +1,47 @@
+"""The differentiable task path (sims/diff_env.py) reports what the numpy path reports, with gradients."""
+
+import numpy as np
+import pytest
+import torch
+
+from embody.sims.base import UnsupportedTask
+from embody.sims.diff_env import DiffEnv
+from embody.sims.vec_env import make_env
+
+
+def test_states_rewards_and_observations_are_the_numpy_paths():
+    env = make_env("cartpole-swingup", n_envs=3, seed=0)
+    denv = DiffEnv(env)
+    x = denv.reset()
+    np.testing.assert_allclose(denv.observe(x).numpy(), env.task.observe(env.sim.state()), rtol=1e-6)
+    action = torch.tensor([[0.5], [-1.0], [2.0]], dtype=torch.float64, requires_grad=True)
+    step = denv.step(x, action)
+    state = env.sim.state()
+    np.testing.assert_array_equal(step.x_next.detach().numpy(), env.sim.diff_state())
+    np.testing.assert_array_equal(step.reward.detach().numpy(), env.task.reward(state, action.detach().numpy())[0])
+    step.reward.sum().backward()
+    assert action.grad is not None and action.grad[:2].abs().sum() > 0
+    assert action.grad[2].abs().sum() == 0  # clipped at 1: no gradient, as the step applies no more
+
+
+def test_a_gradient_never_crosses_an_episode_boundary():
+    env = make_env("cartpole-swingup", n_envs=2, seed=0)
+    env.task.config.max_episode_steps = 3
+    denv = DiffEnv(env)
+    x0 = denv.reset().requires_grad_(True)
+    x = x0
+    for _ in range(3):
+        step = denv.step(x, torch.full((2, 1), 0.3, dtype=torch.float64))
+        x = step.x
+    assert step.truncated.all()
+    (grad,) = torch.autograd.grad(x.sum(), x0, retain_graph=True, allow_unused=True, materialize_grads=True)
+    assert torch.count_nonzero(grad) == 0
+    (grad,) = torch.autograd.grad(step.x_next.sum(), x0)
+    assert torch.count_nonzero(grad) > 0  # the state the episode ended in still depends on where it began
+
+
+def test_undifferentiable_tasks_and_simulators_are_refused_by_name():
+    with pytest.raises(UnsupportedTask, match="arm-reach.*not differentiable"):
+        DiffEnv(make_env("arm-reach", n_envs=1))
+    with pytest.raises(UnsupportedTask, match="pybullet.*differentiable"):
+        DiffEnv(make_env("cartpole-swingup", sim="pybullet", n_envs=1))
