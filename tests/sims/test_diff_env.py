@@ -9,16 +9,18 @@ from embody.sims.diff_env import DiffEnv
 from embody.sims.vec_env import make_env
 
 
-def test_states_rewards_and_observations_are_the_numpy_paths():
-    env = make_env("cartpole-swingup", n_envs=3, seed=0)
+@pytest.mark.parametrize("task", ["cartpole-swingup", "hopper"])
+def test_states_rewards_and_observations_are_the_numpy_paths(task):
+    env = make_env(task, n_envs=3, seed=0)
     denv = DiffEnv(env)
     x = denv.reset()
-    np.testing.assert_allclose(denv.observe(x).numpy(), env.task.observe(env.sim.state()), rtol=1e-6)
-    action = torch.tensor([[0.5], [-1.0], [2.0]], dtype=torch.float64, requires_grad=True)
+    np.testing.assert_allclose(denv.observe(x).numpy(), env.task.observe(env.sim.state()), rtol=1e-6, atol=1e-7)
+    a = np.array([0.5, -1.0, 2.0])[:, None] * np.ones((1, env.action_size))
+    action = torch.tensor(a, requires_grad=True)
     step = denv.step(x, action)
     state = env.sim.state()
     np.testing.assert_array_equal(step.x_next.detach().numpy(), env.sim.diff_state())
-    np.testing.assert_array_equal(step.reward.detach().numpy(), env.task.reward(state, action.detach().numpy())[0])
+    np.testing.assert_array_equal(step.reward.detach().numpy(), env.task.reward(state, a)[0])
     step.reward.sum().backward()
     assert action.grad is not None and action.grad[:2].abs().sum() > 0
     assert action.grad[2].abs().sum() == 0  # clipped at 1: no gradient, as the step applies no more
