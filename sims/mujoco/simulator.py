@@ -301,26 +301,34 @@ class MujocoSimulator:
 
     # -- rendering -----------------------------------------------------------------------
     def render(self, env_ids: np.ndarray | None = None, camera: str | None = None) -> np.ndarray:
-        mj = self._mj
+        """Frames (k, H, W, 3) uint8 of ``env_ids`` from ``camera`` (a model camera's name) or the tracking camera,
+        tiled into one offscreen buffer per pass (sims/mujoco/render.py); each env's own model places its fixtures."""
         if self._renderer is None:
-            self._renderer = mj.Renderer(self.model, self.config.render_height, self.config.render_width)
-            self._cam = mj.MjvCamera()
-            body = mj.mj_name2id(self.model, mj.mjtObj.mjOBJ_BODY, self.robot.base_body or "")
-            self._cam.type = mj.mjtCamera.mjCAMERA_TRACKING if body > 0 else mj.mjtCamera.mjCAMERA_FREE
-            self._cam.trackbodyid = max(body, 0)
-            self._cam.distance = TRACK_DISTANCE * float(self.model.stat.extent)
-            self._cam.azimuth, self._cam.elevation = np.degrees(TRACK_AZIMUTH), np.degrees(TRACK_ELEVATION)
-            self._cam.lookat[:] = self.model.stat.center
-        frames = []
-        for i in select_envs(
-            self.n_envs, env_ids
-        ):  # rendering is per image by nature; the env's own model places its fixtures
-            mj.mj_setState(self._models[i], self._scratch, self._state[i], self._spec)
-            mj.mj_forward(self._models[i], self._scratch)
-            self._renderer.update_scene(self._scratch, camera=camera if camera is not None else self._cam)
-            self._renderer.scene.flags[mj.mjtRndFlag.mjRND_SHADOW] = self.config.shadows
-            frames.append(self._renderer.render())
-        return np.stack(frames)
+            from .render import TiledRenderer
+
+            c = self.config
+            self._renderer = TiledRenderer(self.model, c.render_width, c.render_height, c.shadows)
+            self._cam = self._tracking_camera()
+        return self._renderer.render(self._forward_states(select_envs(self.n_envs, env_ids)), camera or self._cam)
+
+    def _forward_states(self, ids: np.ndarray):
+        """(model, data) of each env in turn, the one scratch MjData forward-computed at the env's state."""
+        for i in ids:
+            self._mj.mj_setState(self._models[i], self._scratch, self._state[i], self._spec)
+            self._mj.mj_forward(self._models[i], self._scratch)
+            yield self._models[i], self._scratch
+
+    def _tracking_camera(self):
+        """A camera following the base body (a free camera on the model's centre without one)."""
+        mj = self._mj
+        cam = mj.MjvCamera()
+        body = mj.mj_name2id(self.model, mj.mjtObj.mjOBJ_BODY, self.robot.base_body or "")
+        cam.type = mj.mjtCamera.mjCAMERA_TRACKING if body > 0 else mj.mjtCamera.mjCAMERA_FREE
+        cam.trackbodyid = max(body, 0)
+        cam.distance = TRACK_DISTANCE * float(self.model.stat.extent)
+        cam.azimuth, cam.elevation = np.degrees(TRACK_AZIMUTH), np.degrees(TRACK_ELEVATION)
+        cam.lookat[:] = self.model.stat.center
+        return cam
 
     def close(self) -> None:
         if self._fd is not None:
