@@ -11,6 +11,7 @@ import importlib
 BENCHMARKS = {
     "core": "embody.benchmarks.core",
     "datasets": "embody.benchmarks.datasets",
+    "diff": "embody.benchmarks.diff",
     "driving": "embody.benchmarks.driving",
     "hardware": "embody.benchmarks.hardware",
     "her": "embody.benchmarks.her",
