@@ -14,10 +14,8 @@ from __future__ import annotations
 
 from embody.cache import cache_dir, write_cached
 
-from .gym_humanoid import VELOCITY_LIMIT, actuator_free_text, gymnasium_xml
-from .spec import Joint, RobotSpec
-
-UNLIMITED = 1e9
+from .gym_humanoid import actuator_free_text, gymnasium_xml, model_joint, motor_torque_limits
+from .spec import RobotSpec
 
 
 def model_xml():
@@ -34,25 +32,8 @@ def make_spec() -> RobotSpec:
     import mujoco
 
     m = mujoco.MjModel.from_xml_path(str(gymnasium_xml("hopper.xml")))
-    limit = {
-        int(m.actuator_trnid[i, 0]): float(m.actuator_ctrlrange[i, 1] * m.actuator_gear[i, 0]) for i in range(m.nu)
-    }
-    joints = []
-    for j in range(m.njnt):
-        lo, hi = m.jnt_range[j] if m.jnt_limited[j] else (-UNLIMITED, UNLIMITED)
-        joints.append(
-            Joint(
-                mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j),
-                lower=float(lo),
-                upper=float(hi),
-                velocity_limit=VELOCITY_LIMIT,
-                kp=0.0,
-                kd=0.0,
-                torque_limit=limit.get(j, 0.0),
-                default=float(m.qpos0[m.jnt_qposadr[j]]),
-                actuated=j in limit,
-            )
-        )
+    torque = motor_torque_limits(m)
+    joints = [model_joint(m, j, torque) for j in range(m.njnt)]  # model order: the planar root, then the leg
     return RobotSpec(
         name="gym_hopper",
         joints=tuple(joints),

@@ -26,6 +26,7 @@ from embody.cache import cache_dir, write_cached
 from .spec import Joint, RobotSpec
 
 VELOCITY_LIMIT = 100.0  # rad/s; the model declares none
+UNLIMITED = 1e9  # the range of a joint without limits
 
 
 def gymnasium_xml(name: str = "humanoid.xml") -> Path:
@@ -48,6 +49,30 @@ def actuator_free_xml(source: Path, cache: Path | None = None) -> Path:
     return write_cached(cache or cache_dir("gym_humanoid"), actuator_free_text(source), stem=source.stem)
 
 
+def motor_torque_limits(m) -> dict[int, float]:
+    """Joint id → gear · ctrlrange [N·m] of each of gymnasium's ``<motor>`` actuators."""
+    return {int(m.actuator_trnid[i, 0]): float(m.actuator_ctrlrange[i, 1] * m.actuator_gear[i, 0]) for i in range(m.nu)}
+
+
+def model_joint(m, j: int, torque_limits: dict[int, float]) -> Joint:
+    """Joint ``j`` of MjModel ``m`` as a spec Joint without PD gains: its range (±1e9 when unlimited), default
+    qpos0, torque limit from ``torque_limits`` (encoder-only when absent)."""
+    import mujoco
+
+    lo, hi = m.jnt_range[j] if m.jnt_limited[j] else (-UNLIMITED, UNLIMITED)
+    return Joint(
+        mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j),
+        lower=float(lo),
+        upper=float(hi),
+        velocity_limit=VELOCITY_LIMIT,
+        kp=0.0,
+        kd=0.0,
+        torque_limit=torque_limits.get(j, 0.0),
+        default=float(m.qpos0[m.jnt_qposadr[j]]),
+        actuated=j in torque_limits,
+    )
+
+
 def make_spec() -> RobotSpec:
     """The spec described in the module docstring: 17 torque-controlled joints in gymnasium's actuator
     order, groups ``abdomen``, ``legs``, ``arms``. Needs gymnasium and mujoco; writes the
@@ -56,21 +81,8 @@ def make_spec() -> RobotSpec:
 
     source = gymnasium_xml()
     m = mujoco.MjModel.from_xml_path(str(source))
-    joints = []
-    for i in range(m.nu):  # gymnasium's actuator order
-        j = int(m.actuator_trnid[i, 0])
-        lo, hi = m.jnt_range[j]
-        joints.append(
-            Joint(
-                mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j),
-                lower=float(lo),
-                upper=float(hi),
-                velocity_limit=VELOCITY_LIMIT,
-                kp=0.0,
-                kd=0.0,
-                torque_limit=float(m.actuator_ctrlrange[i, 1] * m.actuator_gear[i, 0]),
-            )
-        )
+    torque = motor_torque_limits(m)
+    joints = [model_joint(m, int(m.actuator_trnid[i, 0]), torque) for i in range(m.nu)]  # gymnasium's actuator order
     return RobotSpec(
         name="gym_humanoid",
         joints=tuple(joints),
