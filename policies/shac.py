@@ -9,7 +9,7 @@ target critic, by backpropagation through time:
 
 (no terminal value after a fall). The critic then fits TD(λ) targets of the same rollout, detached, in
 ``critic_iterations`` epochs of ``critic_minibatches``; the target critic follows it by Polyak averaging
-(V' ← α V' + (1 − α) V). A non-finite actor gradient skips the update and is counted (``skipped``).
+(V' ← α V' + (1 − α) V). A non-finite or exploded actor gradient skips the update and is counted (``skipped``).
 
 The policy is an ``ActorCritic`` (its actor, log-std, critic and normalizers), so a SHAC run is evaluated, deployed
 and exported like a PPO run. One Adam holds both parameter groups (actor lr, critic lr); each loss reaches only its
@@ -42,7 +42,8 @@ class SHACConfig:
     actor_lr: float = 2e-3
     critic_lr: float = 5e-4
     betas: tuple[float, float] = (0.7, 0.95)
-    grad_norm: float = 1.0
+    grad_norm: float = 1.0  # the actor's and critic's gradients are clipped to this norm
+    skip_grad_norm: float = 1e6  # an actor gradient above this norm (or non-finite) has exploded: skipped, counted
     critic_iterations: int = 16
     critic_minibatches: int = 4
     target_alpha: float = 0.2  # Polyak: target ← α·target + (1 − α)·critic
@@ -131,12 +132,13 @@ class SHAC:
         return targets
 
     def update_actor(self, loss: torch.Tensor) -> float:
-        """One clipped Adam step of the actor group; a non-finite gradient skips it. Returns the gradient norm."""
+        """One clipped Adam step of the actor group; a non-finite or exploded gradient (norm above
+        ``skip_grad_norm``) skips it. Returns the gradient norm before clipping."""
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         params = [p for p in self.optimizer.param_groups[0]["params"] if p.grad is not None]
         norm = float(torch.nn.utils.clip_grad_norm_(params, self.config.grad_norm))
-        if np.isfinite(norm) and torch.isfinite(loss):
+        if np.isfinite(norm) and norm <= self.config.skip_grad_norm and torch.isfinite(loss):
             self.optimizer.step()
         else:
             self.skipped += 1

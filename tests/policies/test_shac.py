@@ -43,7 +43,7 @@ def test_a_done_step_bootstraps_from_its_own_next_value_only():
     assert got[1, 0].item() == pytest.approx(2.0 + learner.config.gamma * 20.0)  # step 1 ends its episode
 
 
-def test_actor_loss_has_gradients_through_the_physics_and_a_nan_gradient_is_skipped():
+def test_actor_loss_has_gradients_through_the_physics_and_nan_or_exploded_gradients_are_skipped():
     learner = shac(horizon=4)
     loss, buf = learner.rollout()
     assert buf["obs"].shape == (4, 4, 5) and buf["rewards"].shape == (4, 4)
@@ -54,7 +54,10 @@ def test_actor_loss_has_gradients_through_the_physics_and_a_nan_gradient_is_skip
     loss, _ = learner.rollout()
     before = [p.detach().clone() for p in learner.optimizer.param_groups[0]["params"]]
     learner.update_actor(loss * float("nan"))
-    assert learner.skipped == 1
+    learner.config.skip_grad_norm = 1e-12  # every gradient now counts as exploded
+    loss, _ = learner.rollout()
+    learner.update_actor(loss)
+    assert learner.skipped == 2
     assert all(torch.equal(b, p) for b, p in zip(before, learner.optimizer.param_groups[0]["params"]))
 
 
