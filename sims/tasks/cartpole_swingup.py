@@ -44,8 +44,10 @@ class CartpoleSwingup(Task):
         return 5  # cart x, cos θ, sin θ, cart ẋ, θ̇
 
     @property
-    def max_episode_return(self) -> float:
-        return float(self.config.max_episode_steps * sum(self.config.reward_weights.values()))
+    def max_episode_return(self) -> float | None:
+        """Every step at ``swingup``'s maximum of 1 (``quadratic`` peaks at 0); None without ``swingup``."""
+        w = self.config.reward_weights.get("swingup", 0.0)
+        return float(self.config.max_episode_steps * w) if w > 0 else None
 
     def reset_distribution(self, env_ids: np.ndarray) -> InitState:
         k, s = len(env_ids), self.config.init_noise
@@ -73,3 +75,11 @@ class CartpoleSwingup(Task):
         small_control = (4 + tolerance(u, margin=1, value_at_margin=0, sigmoid="quadratic")) / 5
         small_velocity = (1 + tolerance(state.joint_vel[:, 1], margin=5)) / 2
         return upright * centered * small_control * small_velocity
+
+    def reward_quadratic(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+        """dflex's swing-up cost as a reward (SHAC's and D.VA's cart-pole): −(θ² + 0.1 θ̇² + 0.05 x² + 0.1 ẋ²), θ
+        wrapped to [−π, π]. Off by default; its gradient is steepest hanging down, where ``swingup``'s vanishes."""
+        xp = namespace(action)
+        th = xp.arctan2(xp.sin(state.joint_pos[:, 1]), xp.cos(state.joint_pos[:, 1]))
+        x, v = state.joint_pos[:, 0], state.joint_vel
+        return -(th**2 + 0.1 * v[:, 1] ** 2 + 0.05 * x**2 + 0.1 * v[:, 0] ** 2)

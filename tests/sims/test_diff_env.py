@@ -47,3 +47,19 @@ def test_undifferentiable_tasks_and_simulators_are_refused_by_name():
         DiffEnv(make_env("arm-reach", n_envs=1))
     with pytest.raises(UnsupportedTask, match="pybullet.*differentiable"):
         DiffEnv(make_env("cartpole-swingup", sim="pybullet", n_envs=1))
+
+
+def test_the_quadratic_swingup_reward_is_dflexs_on_both_paths():
+    import math
+
+    from embody.robots import RobotState
+
+    env = make_env("cartpole-swingup", n_envs=1)
+    q = np.array([[0.0, 0.0], [0.0, math.pi], [1.0, -0.5 + 4 * math.pi]])  # upright, hanging, off-centre (wrapped)
+    v = np.array([[0.0, 0.0], [0.0, 0.0], [2.0, 1.0]])
+    want = [0.0, -(math.pi**2), -(0.25 + 0.1 + 0.05 + 0.4)]
+    state = RobotState(joint_pos=q, joint_vel=v, joint_torque=None, time=None)
+    np.testing.assert_allclose(env.task.reward_quadratic(state, np.zeros((3, 1))), want, atol=1e-12)
+    tensors = RobotState(joint_pos=torch.tensor(q), joint_vel=torch.tensor(v), joint_torque=None, time=None)
+    got = env.task.reward_quadratic(tensors, torch.zeros(3, 1, dtype=torch.float64))
+    np.testing.assert_allclose(got.numpy(), want, atol=1e-12)
