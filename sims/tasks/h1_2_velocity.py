@@ -135,7 +135,8 @@ class PenaltyCurriculum:
 class H1_2VelocityConfig(TaskConfig):
     """h1_2-velocity settings."""
 
-    sim: SimConfig = field(default_factory=lambda: SimConfig(physics_dt=0.005, decimation=4))
+    # issue 19, seventh round: trained on the motors' rotor inertia, 2 of 3 seeds meet the tracking bar in 30 min
+    sim: SimConfig = field(default_factory=lambda: SimConfig(physics_dt=0.005, decimation=4, armature="motors"))
     max_episode_steps: int = 1000  # 20 s
     reward_weights: dict[str, float] = field(default_factory=lambda: dict(VELOCITY_REWARD_WEIGHTS))
     commands: Commands = field(default_factory=Commands)
