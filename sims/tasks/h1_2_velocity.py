@@ -115,6 +115,9 @@ class Legged:
     fall_height: float = 0.6  # m
     init_joint_noise: float = 0.05  # rad, uniform, legs
     soft_velocity_limit: float = 0.9  # share of each joint's velocity limit past which dof_vel_limits counts
+    # × each leg joint's vendor velocity limit past which the episode ends, as the deploy supervisor faults at 1.2×
+    # (a termination the policy learns to avoid; evaluation counts it as a fall); 0 = off
+    over_speed_end: float = 0.0
 
 
 @dataclass
@@ -472,11 +475,14 @@ class H1_2Velocity(Task):
         return quat_rotate_inverse(state.privileged.base_quat, np.array([0.0, 0.0, -1.0]))
 
     def terminated(self, state: RobotState) -> np.ndarray:
-        """A fall: tilt beyond ``fall_tilt`` or the base below ``fall_height``."""
+        """A fall: tilt beyond ``fall_tilt`` or the base below ``fall_height``; with ``over_speed_end``, also a leg
+        joint faster than that multiple of its velocity limit."""
+        c = self.config.legged
         tilt = np.linalg.norm(self._gravity(state)[:, :2], axis=1)
-        return (tilt > self.config.legged.fall_tilt) | (
-            state.privileged.base_pos[:, 2] < self.config.legged.fall_height
-        )
+        ended = (tilt > c.fall_tilt) | (state.privileged.base_pos[:, 2] < c.fall_height)
+        if c.over_speed_end > 0:
+            ended |= (np.abs(state.joint_vel[:, self.legs]) > c.over_speed_end * self.leg_speed_limit).any(axis=1)
+        return ended
 
     def reward(self, state: RobotState, action: np.ndarray):
         """The weighted terms times ``dt`` (per second of simulated time), the total clipped at 0 with

@@ -148,6 +148,17 @@ def test_a_fall_terminates_the_episode():
     assert len(info.episode_length) == 1
 
 
+def test_over_speed_ends_the_episode_only_when_asked():
+    env = velocity_env(n=2, enabled=False)
+    env.reset()
+    state = env.sim.state()
+    knee = env.task.legs[3]  # left knee, limit 14 rad/s (vendor)
+    state.joint_vel[1, knee] = 1.3 * env.task.robot.velocity_limit[knee]  # past the supervisor's 1.2×
+    assert env.task.terminated(state).tolist() == [False, False]
+    env.task.config.legged.over_speed_end = 1.2
+    assert env.task.terminated(state).tolist() == [False, True]
+
+
 def test_evaluation_reports_tracking_errors_and_survival(tmp_path):
     from embody.policies.base import RandomPolicy
     from embody.policies.evaluate import evaluate
