@@ -4,7 +4,7 @@ it; the policy sees uint8 values laid flat, (n, frames · 3 · size²), and resh
 
 The env resets finished episodes within the step, so the image after an episode's last step is never rendered: a
 finished episode's final observation repeats its last rendered stack (only truncated episodes bootstrap from it).
-Rendering is per image (MuJoCo's renderer), so pixel envs step at the renderer's rate.
+Pixel envs step at the renderer's rate (MuJoCo's tiles every env into one offscreen buffer, sims/mujoco/render.py).
 """
 
 from __future__ import annotations
