@@ -88,8 +88,14 @@ class TiledRenderer:
         """Tile k: column k mod cols, row k div cols counted from the bottom (GL's origin)."""
         return self._mj.MjrRect((k % self.cols) * self.width, (k // self.cols) * self.height, self.width, self.height)
 
+    def __del__(self) -> None:  # as mujoco.Renderer: an unclosed simulator still frees its GL context
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: GL may be gone already
+            pass
+
     def close(self) -> None:
-        if self._ctx is not None:
+        if getattr(self, "_ctx", None) is not None:
             self._gl.make_current()
             self._ctx.free()
             self._gl.free()
