@@ -2,7 +2,8 @@
 
 ``mujoco.Renderer`` draws one scene and reads its pixels back per frame; the read-back stalls the GL pipeline
 every time. ``TiledRenderer`` draws each env's scene into its own tile (viewport) of one offscreen buffer and reads
-the whole buffer back once per pass of up to ``MAX_TILES`` envs. The frames are the ones ``mujoco.Renderer`` draws:
+the whole buffer back once per pass of up to ``MAX_TILES`` envs (fewer for frames so large that the buffer would pass
+``MAX_SIDE``). The frames are the ones ``mujoco.Renderer`` draws:
 same scene, camera and options, the same projection (a tile has the frame's size and aspect).
 """
 
@@ -13,7 +14,8 @@ import math
 
 import numpy as np
 
-MAX_TILES = 64  # envs per pass: an 8 × 8 grid keeps the offscreen buffer within GL limits at 320 × 240
+MAX_TILES = 64  # envs per pass at most: an 8 × 8 grid
+MAX_SIDE = 4096  # px: fewer tiles per pass for large frames, so the offscreen buffer stays within GL limits
 
 
 class TiledRenderer:
@@ -25,8 +27,9 @@ class TiledRenderer:
         from mujoco.rendering.classic import gl_context
 
         self._mj, self.width, self.height, self.shadows = mujoco, width, height, shadows
-        self.cols = math.ceil(math.sqrt(MAX_TILES))
-        self.rows = math.ceil(MAX_TILES / self.cols)
+        side = math.isqrt(MAX_TILES)
+        self.cols, self.rows = max(1, min(side, MAX_SIDE // width)), max(1, min(side, MAX_SIDE // height))
+        self.tiles = self.cols * self.rows
         w, h = self.cols * width, self.rows * height
         model.vis.global_.offwidth = max(model.vis.global_.offwidth, w)
         model.vis.global_.offheight = max(model.vis.global_.offheight, h)
@@ -43,12 +46,12 @@ class TiledRenderer:
         (a generator may reuse one MjData); ``camera``: an MjvCamera or a camera name. Returns (k, height, width, 3)
         uint8."""
         items, frames = iter(items), []
-        while (chunk := self._pass(itertools.islice(items, MAX_TILES), camera)) is not None:
+        while (chunk := self._pass(itertools.islice(items, self.tiles), camera)) is not None:
             frames.append(chunk)
         return np.concatenate(frames) if frames else np.zeros((0, self.height, self.width, 3), np.uint8)
 
     def _pass(self, items, camera) -> np.ndarray | None:
-        """Draw up to MAX_TILES items into their tiles and read them back; None when ``items`` is empty."""
+        """Draw up to ``tiles`` items into their tiles and read them back; None when ``items`` is empty."""
         mj, w, h = self._mj, self.width, self.height
         self._gl.make_current()
         n = 0

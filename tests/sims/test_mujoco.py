@@ -175,3 +175,19 @@ def test_tiled_frames_are_mujoco_renderers_frames_over_several_passes():
     assert not np.array_equal(tiled[0], tiled[1])  # each env its own state
     with pytest.raises(ValueError, match="no camera 'nope'; cameras: \\['fixed'"):
         sim.render(camera="nope")
+
+
+def test_large_frames_take_fewer_tiles_per_pass():
+    import mujoco
+
+    sim = cartpole(n=3, render_width=2100, render_height=1400)
+    sim.reset(np.arange(3), InitState(np.array([[0.0, 0.1], [0.5, 1.0], [-0.5, 2.0]]), np.zeros((3, 2))))
+    frames = sim.render(camera="fixed")
+    assert frames.shape == (3, 1400, 2100, 3) and sim._renderer.tiles == 2  # 1 × 2 tiles within 4096 px
+    reference = mujoco.Renderer(sim.model, 1400, 2100)
+    data = mujoco.MjData(sim.model)
+    mujoco.mj_setState(sim.model, data, sim.get_state()[2], mujoco.mjtState.mjSTATE_FULLPHYSICS)
+    mujoco.mj_forward(sim.model, data)
+    reference.update_scene(data, camera="fixed")
+    diff = np.abs(frames[2].astype(int) - reference.render())
+    assert diff.max() <= 1 and (diff > 0).mean() <= 1e-3  # the second pass's first tile
