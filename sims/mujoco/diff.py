@@ -45,8 +45,7 @@ class FiniteDifferenceTransition:
         self.sim, self.eps = sim, eps
         self._mj = mj
         self._nx = 2 * m.nv + m.na
-        q0, v0 = sim._off["qpos"], sim._off["qvel"]
-        a0 = mj.mj_stateSize(m, mj.mjtState.mjSTATE_FULLPHYSICS.value & (mj.mjtState.mjSTATE_ACT.value - 1))
+        q0, v0, a0 = sim._off["qpos"], sim._off["qvel"], sim._off["act"]
         self._cols = np.r_[q0 : q0 + m.nq, v0 : v0 + m.nv, a0 : a0 + m.na]  # x's columns in a state row
         self._threads = max(1, len(sim._datas))
         self._datas = [mj.MjData(m) for _ in range(self._threads)]

@@ -177,7 +177,7 @@ def _add_sensors(spec, robot: RobotSpec) -> SensorLayout:
 
 
 def state_offsets(model) -> dict[str, int]:
-    """Column offsets of time, qpos and qvel inside an mjSTATE_FULLPHYSICS state row."""
+    """Column offsets of time, qpos, qvel and act inside an mjSTATE_FULLPHYSICS state row."""
     import mujoco
 
     full = mujoco.mjtState.mjSTATE_FULLPHYSICS.value
@@ -186,7 +186,12 @@ def state_offsets(model) -> dict[str, int]:
         return mujoco.mj_stateSize(model, full & (bit.value - 1))
 
     S = mujoco.mjtState
-    return {"time": offset(S.mjSTATE_TIME), "qpos": offset(S.mjSTATE_QPOS), "qvel": offset(S.mjSTATE_QVEL)}
+    return {
+        "time": offset(S.mjSTATE_TIME),
+        "qpos": offset(S.mjSTATE_QPOS),
+        "qvel": offset(S.mjSTATE_QVEL),
+        "act": offset(S.mjSTATE_ACT),
+    }
 
 
 def joint_addresses(model, robot: RobotSpec) -> tuple[np.ndarray, np.ndarray]:
