@@ -62,6 +62,12 @@ class PluginAPI:
         policies = _registry("embody.policies.classes", "POLICY_CLASSES")
         self._pending.append((lambda: policies.check_free(name), lambda: policies.register(name, entry_point)))
 
+    def pixel_source(self, name: str, entry_point: str) -> None:
+        """A source of pixel observations (``--set pixel_source=NAME``): a ``PixelEnv`` subclass,
+        ``"package.module:Class"`` (see ``embody.sims.pixels``)."""
+        sources = _registry("embody.sims.pixels", "PIXEL_SOURCES")
+        self._pending.append((lambda: sources.check_free(name), lambda: sources.register(name, entry_point)))
+
     def benchmark(self, name: str, module: str) -> None:
         """A benchmark run by ``embody bench NAME``: ``module`` (dotted) has ``main(argv) -> int``."""
         benchmarks = _registry("embody.benchmarks", "BENCHMARKS")

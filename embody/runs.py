@@ -53,12 +53,12 @@ def build_env(
 ) -> VecEnv:
     """The run's env; ``evaluation``: without staggered resets, so every episode may run its full length, and with
     the task's curricula at their final level. A ``gym:ID`` task is a Gymnasium environment (``cfg.env``: its
-    ``gym.make`` keyword arguments). ``cfg.pixels``: rendered, frame-stacked images as the observation."""
+    ``gym.make`` keyword arguments). ``cfg.pixels``: frame-stacked images of ``cfg.pixel_source`` as the observation."""
     env = _build_env(cfg, n_envs, sim, seed, evaluation)
     if cfg.pixels:
-        from embody.sims.pixels import PixelEnv
+        from embody.sims.pixels import make_pixel_env
 
-        return PixelEnv(env, cfg.pixels, cfg.frames)
+        return make_pixel_env(env, cfg.pixel_source, cfg.pixels, cfg.frames)
     return env
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,8 +58,9 @@ class TrainConfig:
     eval_episodes: int = 10
     video: bool = True
     init_from: str | None = None  # a run directory whose policy starts this run (fine-tuning; same spec)
-    pixels: int = 0  # > 0: observe rendered images of this size, the last ``frames`` stacked (SAC; sims/pixels.py)
+    pixels: int = 0  # > 0: the actor observes rendered images of this size, the last ``frames`` stacked
     frames: int = 3
+    pixel_source: str = "render"  # where the images come from (embody.sims.pixels.PIXEL_SOURCES)
     env: dict[str, Any] = field(default_factory=dict)  # the task's config (TaskConfig subclass)
     policy: ActorCriticConfig = field(default_factory=ActorCriticConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
@@ -100,8 +101,7 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, teacher=None) -> di
     torch.set_num_threads(cfg.torch_threads)
     if cfg.algo not in ALGOS:
         raise ConfigError(f"unknown algo {cfg.algo!r}; valid: {', '.join(ALGOS)}")
-    if cfg.pixels and cfg.algo != "sac":
-        raise ConfigError("pixels: image observations are learned with --algo sac")
+
     if (teacher or cfg.preference.teacher != "none") and (cfg.algo != "sac" or cfg.pixels or cfg.sac.her != "none"):
         raise ConfigError("preference: a learned reward trains with --algo sac on state observations, without HER")
     if cfg.algo == "sac":
@@ -122,7 +122,8 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, teacher=None) -> di
     elif init is not None:
         policy = init.policy
     else:
-        policy = ActorCritic(env.observation_size, env.action_size, env.privileged_size, cfg.policy)
+        net = replace(cfg.policy, pixels=list(env.pixel_shape)) if cfg.pixels else cfg.policy
+        policy = ActorCritic(env.observation_size, env.action_size, env.privileged_size, net)
     threads = cfg.update_threads or os.cpu_count() or 1
     ppo = PPO(env, policy, cfg.ppo, cfg.device, update_threads=threads, mirror=env.task.mirror())
     if resume:

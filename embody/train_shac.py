@@ -1,7 +1,7 @@
 """``embody train TASK --algo shac``: SHAC (``embody.policies.shac``) through the differentiable simulator
 (sims/diff_env.py) into the same run directory as PPO. The network comes from ``shac`` (``policy`` is PPO's); the
 checkpoint holds the ActorCritic and the one Adam of both groups; on resume the target critic restarts from the
-critic."""
+critic. With ``pixels`` the actor sees the rendered frames and the critic the state (D.VA)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,12 @@ def train_shac(cfg, out: Path, resume: bool = False) -> dict:
     start_run(out, cfg)
     spec = policy_spec(env)
     ckpt = load_run_checkpoint(out, expect=env, device=cfg.device) if resume else None
-    policy = ckpt.policy if ckpt else cfg.shac.policy(env.observation_size, env.action_size)
+    pixels = list(env.pixel_shape) if cfg.pixels else None
+    policy = (
+        ckpt.policy
+        if ckpt
+        else cfg.shac.policy(env.observation_size, env.action_size, pixels, denv.state_observation_size)
+    )
     if not isinstance(policy, ActorCritic):
         raise ValueError(f"{out}: its checkpoint holds a {type(policy).__name__}, not an ActorCritic (algo shac)")
     shac = SHAC(denv, policy, cfg.shac, cfg.device)

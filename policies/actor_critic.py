@@ -1,7 +1,9 @@
 """MLP actor-critic with a diagonal Gaussian policy (rsl_rl's layout).
 
 The critic may see more than the actor: ``critic_obs = cat(obs, privileged_obs)`` when the
-task has a privileged observation (an asymmetric critic), shape (n, o + p).
+task has a privileged observation (an asymmetric critic), shape (n, o + p). With ``pixels`` the
+actor reads images through a ``PixelEncoder`` and the critic reads the privileged observation
+alone (n, p): a visual actor with a state critic (D.VA, PPO from pixels).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from .networks import Normalizer, mlp
+from .networks import Normalizer, PixelEncoder, mlp
 
 
 @dataclass
@@ -24,6 +26,7 @@ class ActorCriticConfig:
     init_std: float = 0.6
     normalize_obs: bool = True
     squash: bool = False  # act() returns tanh(mean or sample): SHAC's bounded actions (PPO samples unsquashed)
+    pixels: list[int] | None = None  # (C, H, W): the observation is uint8 images, laid flat (sims/pixels.py)
 
 
 class ActorCritic(nn.Module):
@@ -40,11 +43,16 @@ class ActorCritic(nn.Module):
         super().__init__()
         self.config = config = config or ActorCriticConfig()
         self.obs_size, self.action_size, self.privileged_size = obs_size, action_size, privileged_size
-        critic_in = obs_size + privileged_size
-        self.actor = mlp([obs_size, *config.actor_hidden, action_size], config.activation, out_gain=0.01)
+        pixels = config.pixels
+        if pixels and not privileged_size:
+            raise ValueError("a pixel actor-critic needs a privileged observation for its critic")
+        self.critic_size = critic_in = privileged_size if pixels else obs_size + privileged_size
+        self.encoder = PixelEncoder(tuple(pixels)) if pixels else None
+        features = PixelEncoder.FEATURES if pixels else obs_size
+        self.actor = mlp([features, *config.actor_hidden, action_size], config.activation, out_gain=0.01)
         self.critic = mlp([critic_in, *config.critic_hidden, 1], config.activation, out_gain=1.0)
         self.log_std = nn.Parameter(torch.full((action_size,), float(torch.tensor(config.init_std).log())))
-        self.obs_norm = Normalizer(obs_size) if config.normalize_obs else nn.Identity()
+        self.obs_norm = Normalizer(obs_size) if config.normalize_obs and not pixels else nn.Identity()
         self.critic_norm = Normalizer(critic_in) if config.normalize_obs else nn.Identity()
 
     def init_kwargs(self) -> dict:
@@ -67,16 +75,30 @@ class ActorCritic(nn.Module):
 
     def update_normalizers(self, obs: torch.Tensor, critic_obs: torch.Tensor) -> None:
         """Fold obs (n, o) and critic_obs (n, o + p) into the running statistics (a no-op
-        without ``normalize_obs``)."""
-        if isinstance(self.obs_norm, Normalizer):
-            self.obs_norm.update(obs)
-            self.critic_norm.update(critic_obs)
+        without ``normalize_obs``; images are not normalized)."""
+        for norm, x in ((self.obs_norm, obs), (self.critic_norm, critic_obs)):
+            if isinstance(norm, Normalizer):
+                norm.update(x)
 
-    def distribution(self, obs: torch.Tensor) -> torch.distributions.Normal:
+    def critic_input(self, obs: torch.Tensor, privileged: torch.Tensor) -> torch.Tensor:
+        """What the critic reads (n, critic_size): cat(obs, privileged), or the privileged part alone (pixels)."""
+        if self.encoder is not None:
+            return privileged
+        return torch.cat([obs, privileged], dim=-1) if privileged.shape[-1] else obs
+
+    def actor_parameters(self) -> list[nn.Parameter]:
+        """What the action depends on: the actor, its log-std and the image encoder (if any)."""
+        encoder = list(self.encoder.parameters()) if self.encoder is not None else []
+        return [*encoder, *self.actor.parameters(), self.log_std]
+
+    def distribution(self, obs: torch.Tensor, augment: bool = False) -> torch.distributions.Normal:
         """The action distribution for obs (n, o): a ``Normal`` of shape (n, a); sum
-        ``log_prob`` over the last axis for one log-likelihood per env."""
-        mean = self.actor(self.obs_norm(obs))
+        ``log_prob`` over the last axis for one log-likelihood per env. ``augment``: random shifts of images."""
+        mean = self.actor(self._features(obs, augment))
         return torch.distributions.Normal(mean, self.log_std.exp().expand_as(mean))
+
+    def _features(self, obs: torch.Tensor, augment: bool = False) -> torch.Tensor:
+        return self.encoder(obs, augment) if self.encoder is not None else self.obs_norm(obs)
 
     def value(self, critic_obs: torch.Tensor) -> torch.Tensor:
         """(n, o + p) → (n,)"""
@@ -86,7 +108,7 @@ class ActorCritic(nn.Module):
     def act(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
         """obs (n, o) → action (n, a): the mean when ``deterministic``, else a sample; unclipped (tanh of it with
         ``squash``), no gradients."""
-        action = self.actor(self.obs_norm(obs)) if deterministic else self.distribution(obs).sample()
+        action = self.actor(self._features(obs)) if deterministic else self.distribution(obs).sample()
         return torch.tanh(action) if self.config.squash else action
 
     def reset(self, env_ids: torch.Tensor | None = None) -> None:

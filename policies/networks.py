@@ -80,3 +80,41 @@ class EnsembleMLP(nn.Module):
             if i < len(self.weights) - 1:
                 h = self.act(h)
         return h.squeeze(-1)
+
+
+class PixelEncoder(nn.Module):
+    """DrQ-v2's image encoder: uint8 frames (B, C, H, W) → conv 32×3×3 stride 2, three 32×3×3 stride 1, flatten,
+    a linear trunk to ``features`` with layer norm and tanh. ``shift`` pads by that many pixels and crops back at a
+    random offset per image (DrQ's augmentation), in training batches only."""
+
+    FEATURES = 50
+
+    def __init__(self, shape: tuple[int, int, int], features: int = FEATURES, shift: int = 4):
+        super().__init__()
+        c, h, w = shape
+        self.shape, self.shift = tuple(shape), shift
+        layers: list[nn.Module] = [nn.Conv2d(c, 32, 3, stride=2), nn.ReLU()]
+        for _ in range(3):
+            layers += [nn.Conv2d(32, 32, 3, stride=1), nn.ReLU()]
+        self.conv = nn.Sequential(*layers, nn.Flatten())
+        with torch.no_grad():
+            flat = self.conv(torch.zeros(1, c, h, w)).shape[-1]
+        self.trunk = nn.Sequential(nn.Linear(flat, features), nn.LayerNorm(features), nn.Tanh())
+
+    def augment(self, x: torch.Tensor) -> torch.Tensor:
+        """Random shifts of up to ``shift`` pixels (replicate padding), one offset per image."""
+        n, _, h, w = x.shape
+        padded = nn.functional.pad(x, (self.shift,) * 4, mode="replicate")
+        dy, dx = (torch.randint(0, 2 * self.shift + 1, (n,), device=x.device) for _ in range(2))
+        rows = (dy[:, None] + torch.arange(h, device=x.device))[:, None, :, None]
+        cols = (dx[:, None] + torch.arange(w, device=x.device))[:, None, None, :]
+        return padded[
+            torch.arange(n, device=x.device)[:, None, None, None],
+            torch.arange(x.shape[1])[None, :, None, None],
+            rows,
+            cols,
+        ]
+
+    def forward(self, obs: torch.Tensor, augment: bool = False) -> torch.Tensor:
+        x = obs.reshape(-1, *self.shape).float() / 255.0 - 0.5
+        return self.trunk(self.conv(self.augment(x) if augment else x))

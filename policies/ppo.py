@@ -48,9 +48,10 @@ class PPOConfig:
 class RolloutBuffer:
     """Tensors of shape (T, n, ...) for one iteration's rollout."""
 
-    def __init__(self, T: int, n: int, obs: int, critic: int, act: int, device: torch.device):
+    def __init__(self, T: int, n: int, obs: int, critic: int, act: int, device: torch.device, obs_dtype=torch.float32):
         z = lambda *s: torch.zeros(*s, device=device)  # noqa: E731
-        self.obs, self.critic_obs, self.actions = z(T, n, obs), z(T, n, critic), z(T, n, act)
+        self.obs = torch.zeros(T, n, obs, device=device, dtype=obs_dtype)  # uint8 images: a quarter of the memory
+        self.critic_obs, self.actions = z(T, n, critic), z(T, n, act)
         self.logp, self.values, self.rewards, self.dones = z(T, n), z(T, n), z(T, n), z(T, n)
         self.returns, self.advantages = z(T, n), z(T, n)
 
@@ -120,8 +121,11 @@ class PPO:
         mirror: Mirror | None = None,
     ):
         self.env, self.policy, self.config = env, policy.to(device), config
+        self._obs_dtype = torch.uint8 if policy.encoder is not None else torch.float32
         if config.symmetry and mirror is None:
             raise ValueError("ppo.symmetry needs a task with a mirror symmetry (Task.mirror() returned None)")
+        if config.symmetry and policy.encoder is not None:
+            raise ValueError("ppo.symmetry mirrors state observations, not images (pixels)")
         self.mirror = _TorchMirror(mirror, device) if config.symmetry else None
         self.update_threads = update_threads  # torch threads while updating (the simulator idles then); 0: unchanged
         self.device = torch.device(device)
@@ -133,9 +137,10 @@ class PPO:
         self.reward_terms: dict[str, float] = {}  # the last collect's mean per-step value of each reward term
 
     def _tensors(self, obs: np.ndarray, priv: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-        o = torch.as_tensor(obs, dtype=torch.float32, device=self.device)
+        """The actor's input (images stay uint8) and the critic's, (n, o) and (n, critic_size)."""
+        o = torch.as_tensor(obs, dtype=self._obs_dtype, device=self.device)
         p = torch.as_tensor(priv, dtype=torch.float32, device=self.device)
-        return o, torch.cat([o, p], dim=-1) if p.shape[-1] else o
+        return o, self.policy.critic_input(o, p)
 
     @torch.no_grad()
     def collect(
@@ -239,9 +244,10 @@ class PPO:
             cfg.n_steps,
             env.n_envs,
             env.observation_size,
-            env.observation_size + env.privileged_size,
+            self.policy.critic_size,
             env.action_size,
             self.device,
+            self._obs_dtype,
         )
         recent: list[float] = []
         recent_lengths: list[int] = []

@@ -32,7 +32,7 @@ from torch import nn
 from embody import exits
 from embody.files import load_arrays, save_arrays
 
-from .networks import EnsembleMLP, Normalizer, mlp
+from .networks import EnsembleMLP, Normalizer, PixelEncoder, mlp
 
 LOG_STD = (-5.0, 2.0)
 LOSSES = ("critic_loss", "actor_loss", "alpha", "q_mean")  # every metrics row has them (nan before learning)
@@ -60,42 +60,6 @@ class SACConfig:
     log_every: int = 5_000  # env steps between metrics rows (and checkpoints)
 
 
-class PixelEncoder(nn.Module):
-    """DrQ-v2's image encoder: uint8 frames (B, C, H, W) → conv 32×3×3 stride 2, three 32×3×3 stride 1, flatten,
-    a linear trunk to ``features`` with layer norm and tanh. ``shift`` pads by that many pixels and crops back at a
-    random offset per image (DrQ's augmentation), in training batches only."""
-
-    def __init__(self, shape: tuple[int, int, int], features: int = 50, shift: int = 4):
-        super().__init__()
-        c, h, w = shape
-        self.shape, self.shift = tuple(shape), shift
-        layers: list[nn.Module] = [nn.Conv2d(c, 32, 3, stride=2), nn.ReLU()]
-        for _ in range(3):
-            layers += [nn.Conv2d(32, 32, 3, stride=1), nn.ReLU()]
-        self.conv = nn.Sequential(*layers, nn.Flatten())
-        with torch.no_grad():
-            flat = self.conv(torch.zeros(1, c, h, w)).shape[-1]
-        self.trunk = nn.Sequential(nn.Linear(flat, features), nn.LayerNorm(features), nn.Tanh())
-
-    def augment(self, x: torch.Tensor) -> torch.Tensor:
-        """Random shifts of up to ``shift`` pixels (replicate padding), one offset per image."""
-        n, _, h, w = x.shape
-        padded = nn.functional.pad(x, (self.shift,) * 4, mode="replicate")
-        dy, dx = (torch.randint(0, 2 * self.shift + 1, (n,), device=x.device) for _ in range(2))
-        rows = (dy[:, None] + torch.arange(h, device=x.device))[:, None, :, None]
-        cols = (dx[:, None] + torch.arange(w, device=x.device))[:, None, None, :]
-        return padded[
-            torch.arange(n, device=x.device)[:, None, None, None],
-            torch.arange(x.shape[1])[None, :, None, None],
-            rows,
-            cols,
-        ]
-
-    def forward(self, obs: torch.Tensor, augment: bool = False) -> torch.Tensor:
-        x = obs.reshape(-1, *self.shape).float() / 255.0 - 0.5
-        return self.trunk(self.conv(self.augment(x) if augment else x))
-
-
 class SACPolicy(nn.Module):
     """The tanh-Gaussian actor, twin critics, their targets and log α, on features of the observation: the
     normalized state, or a ``PixelEncoder``'s output for image observations (``pixels``: (C, H, W)), which the
@@ -121,7 +85,7 @@ class SACPolicy(nn.Module):
         self.hidden, self.activation = list(hidden or [256, 256]), activation
         self.obs_norm = Normalizer(obs_size) if self.normalize_obs else nn.Identity()
         self.encoder = PixelEncoder(tuple(self.pixels)) if self.pixels else None
-        size = 50 if self.pixels else obs_size
+        size = PixelEncoder.FEATURES if self.pixels else obs_size
         self.actor = mlp([size, *self.hidden, 2 * action_size], activation)
         self.critics = EnsembleMLP([size + action_size, *self.hidden, 1], 2, activation)
         self.targets = copy.deepcopy(self.critics).requires_grad_(False)

@@ -11,6 +11,11 @@ target critic, by backpropagation through time:
 ``critic_iterations`` epochs of ``critic_minibatches``; the target critic follows it by Polyak averaging
 (V' ← α V' + (1 − α) V). A non-finite or exploded actor gradient skips the update and is counted (``skipped``).
 
+The critic always reads the task's state observation. The actor reads it too, or, with a pixel ``ActorCritic`` over
+a ``PixelEnv``, the rendered frames of the same states — outside the gradient, so that the actor's gradient reaches
+the action through the dynamics and rewards only (D.VA: ``action = actor(render(x).detach())``). ``actor_input``
+replaces what the actor reads (e.g. a differentiable rendering, to measure the gradient *through* it).
+
 The policy is an ``ActorCritic`` (its actor, log-std, critic and normalizers), so a SHAC run is evaluated, deployed
 and exported like a PPO run. One Adam holds both parameter groups (actor lr, critic lr); each loss reaches only its
 own group.
@@ -52,33 +57,63 @@ class SHACConfig:
     critic_hidden: list[int] = field(default_factory=lambda: [64, 64])
     activation: str = "elu"
     init_std: float = math.exp(-1.0)
+    augment: bool = True  # random shifts of a pixel actor's frames (DrQ's), in the rollouts
+    render_gradient: bool = False  # the gradient also passes through the rendering (a differentiable pixel source)
 
-    def policy(self, obs_size: int, action_size: int) -> ActorCritic:
-        """A fresh ActorCritic of these settings (tanh-squashed, obs-normalized; the critic sees the observation)."""
-        net = ActorCriticConfig(self.actor_hidden, self.critic_hidden, self.activation, self.init_std, True, True)
-        return ActorCritic(obs_size, action_size, 0, net)
+    def policy(
+        self, obs_size: int, action_size: int, pixels: list[int] | None = None, state_size: int = 0
+    ) -> ActorCritic:
+        """A fresh ActorCritic of these settings (tanh-squashed, obs-normalized). The critic sees the observation;
+        with ``pixels`` (C, H, W) the actor sees images and the critic the state observation (``state_size``)."""
+        net = ActorCriticConfig(
+            self.actor_hidden, self.critic_hidden, self.activation, self.init_std, True, True, pixels
+        )
+        return ActorCritic(obs_size, action_size, state_size if pixels else 0, net)
+
+
+ActorInput = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+"""What the actor reads: (states x (n, d) with gradients, ``fresh`` (n,) bool: the envs whose x starts an
+episode) → (n, o)."""
 
 
 class SHAC:
     """SHAC on a DiffEnv; ``learn(steps, on_iteration)`` as PPO's."""
 
-    def __init__(self, env, policy: ActorCritic, config: SHACConfig, device: str = "cpu"):
+    def __init__(
+        self, env, policy: ActorCritic, config: SHACConfig, device: str = "cpu", actor_input: ActorInput | None = None
+    ):
         if config.lr_schedule not in ("linear", "constant"):
             raise ValueError(f"unknown shac.lr_schedule {config.lr_schedule!r}; valid: linear, constant")
         self.env, self.policy, self.config = env, policy.to(device), config
         self.device = device
-        actor = [*policy.actor.parameters(), policy.log_std]
         self.optimizer = torch.optim.Adam(
-            [{"params": actor, "lr": config.actor_lr}, {"params": policy.critic.parameters(), "lr": config.critic_lr}],
+            [
+                {"params": policy.actor_parameters(), "lr": config.actor_lr},
+                {"params": policy.critic.parameters(), "lr": config.critic_lr},
+            ],
             betas=config.betas,
         )
         self.target_critic = copy.deepcopy(policy.critic).requires_grad_(False)
         self.env_steps = self.iteration = self.skipped = 0
         self.x = env.reset()
+        self.fresh = torch.ones(env.n_envs, dtype=torch.bool)  # the envs whose state self.x starts an episode
         self.recent_returns: deque[float] = deque(maxlen=max(env.n_envs, 10))  # of the episodes that ended last
+        self.augment = config.augment and policy.encoder is not None
+        if actor_input is None and config.render_gradient:
+            from embody.sims.pixels import DifferentiableFrames
+
+            actor_input = DifferentiableFrames(env.env)
+        self.actor_input = actor_input or (self._frames if policy.encoder is not None else self._state)
 
     def _obs(self, x: torch.Tensor) -> torch.Tensor:
         return self.env.observe(x).to(self.device, torch.float32)
+
+    def _state(self, x: torch.Tensor, fresh: torch.Tensor) -> torch.Tensor:
+        return self._obs(x)
+
+    def _frames(self, x: torch.Tensor, fresh: torch.Tensor) -> torch.Tensor:
+        """The wrapped PixelEnv's frames of the states x: numbers, outside the gradient."""
+        return torch.as_tensor(self.env.obs, device=self.device)
 
     def _value(self, critic, obs: torch.Tensor) -> torch.Tensor:
         return critic(self.policy.critic_norm(obs)).squeeze(-1)
@@ -87,15 +122,15 @@ class SHAC:
         """The actor loss of one H-step window (a graph through the physics) and the detached buffers the critic
         learns from: obs (H, n, o), rewards (H, n), dones (H, n), next values (H, n)."""
         c, n = self.config, self.env.n_envs
-        x = self.x.detach()
+        x, fresh = self.x.detach(), self.fresh
         discount = torch.ones(n)  # γ^t since each env's window started
         ret = torch.zeros(n)  # Σ γ^t r_t of the open window, with gradients
         loss = torch.zeros(())
         buf = {k: [] for k in ("obs", "rewards", "dones", "next_values")}
         for t in range(c.horizon):
-            obs = self._obs(x)
-            self.policy.update_normalizers(obs.detach(), obs.detach())
-            action = self.policy.distribution(obs).rsample()
+            obs, actor_obs = self._obs(x), self.actor_input(x, fresh)
+            self.policy.update_normalizers(actor_obs.detach(), obs.detach())
+            action = self.policy.distribution(actor_obs, self.augment).rsample()
             if self.policy.config.squash:
                 action = torch.tanh(action)
             step = self.env.step(x, action.to(x))
@@ -111,8 +146,8 @@ class SHAC:
             for k, v in zip(buf, (obs, reward, done.float(), next_value)):
                 buf[k].append(v.detach())
             self.recent_returns.extend(step.info.episode_return.tolist())
-            x = step.x
-        self.x = x.detach()
+            x, fresh = step.x, done
+        self.x, self.fresh = x.detach(), fresh
         self.env_steps += c.horizon * n
         return loss / (c.horizon * n), {k: torch.stack(v) for k, v in buf.items()}
 

@@ -7,6 +7,9 @@ through the physics (sims/diff.py) and the task's reward, while the wrapped VecE
 everything that is not differentiated — terminations, time limits, episode statistics, resets — so the numbers
 the two paths report are the same ones. Reset states enter detached: a gradient never crosses an episode boundary.
 
+The wrapped env may be a ``PixelEnv``: its rendered, stacked frames (``obs``) are what a visual actor reads, outside
+the gradient by construction (D.VA), while ``observe`` still gives the task's differentiable state observation.
+
 Tasks with pushes (velocity kicks between steps) are refused: the kick would happen outside the gradient.
 """
 
@@ -51,11 +54,13 @@ class DiffEnv:
             raise UnsupportedTask(f"task {task.name!r} pushes its robot between steps, outside the gradient")
         self.env, self.task, self.sim = env, task, require_differentiable(env.sim)
         self.n_envs, self.observation_size, self.action_size = env.n_envs, env.observation_size, env.action_size
+        self.state_observation_size = getattr(env, "state_observation_size", env.observation_size)  # observe()'s
+        self.obs: np.ndarray | None = None  # the wrapped env's last observation (n, o): of the state x last returned
         self._q, self._v = (torch.from_numpy(c) for c in self.sim.diff_joint_columns())
 
     def reset(self) -> torch.Tensor:
         """Reset every env; their states (n, d)."""
-        self.env.reset()
+        self.obs, _ = self.env.reset()
         return torch.from_numpy(self.sim.diff_state())
 
     def robot_state(self, x: torch.Tensor) -> RobotState:
@@ -71,7 +76,7 @@ class DiffEnv:
         """Advance every env from states ``x`` (n, d) under ``action`` (n, a); see DiffStep."""
         x_next = differentiable_step(self.sim, x, self.task.action_to_command(action))
         reward, _ = self.task.reward(self.robot_state(x_next), action)
-        _, _, terminated, truncated, info = self.env.step(action.detach().cpu().numpy())
+        self.obs, _, terminated, truncated, info = self.env.step(action.detach().cpu().numpy())
         done = torch.from_numpy(terminated | truncated)[:, None]
         x_start = torch.where(done, torch.from_numpy(self.sim.diff_state()).to(x_next), x_next)
         return DiffStep(x_next, x_start, reward, terminated, truncated, info)

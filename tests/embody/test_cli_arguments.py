@@ -71,6 +71,8 @@ NO_INPUT_FILES = {
     "backdoor study",
     "primt train",
     "primt study",
+    "dva train",
+    "dva study",
     "dataset validate",
     "plan eval",
     "mpa train",

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from embody.policies.sac import PixelEncoder
+from embody.policies.networks import PixelEncoder
 
 
 def test_frames_stack_and_restart_with_each_episode():
@@ -89,4 +89,66 @@ def test_sac_trains_from_pixels_end_to_end(tmp_path):
     buf = ReplayBuffer(1000, 9 * 24 * 24, 1, np.uint8).restore(out / "replay.safetensors")
     assert buf.data["obs"].dtype == np.uint8 and buf.size == 160
     assert json.loads((out / "eval.json").read_text())["episodes"] == 1
-    assert main(["train", "cartpole-swingup", "--set", "pixels=24", "--out", str(tmp_path / "ppo")]) == 2  # PPO
+
+
+def test_the_state_becomes_privileged_for_a_state_critic():
+    from embody.sims.pixels import PixelEnv
+    from embody.sims.vec_env import make_env
+
+    inner = make_env("cartpole-swingup", n_envs=2, seed=0)
+    inner.task.config.max_episode_steps = 2
+    env = PixelEnv(inner, size=16, frames=2)
+    assert env.privileged_size == env.task.privileged_size == 5 and env.state_observation_size == 5
+    _, priv = env.reset()
+    np.testing.assert_array_equal(priv, inner.task.observe(inner.sim.state()))
+    _, _, _, _, info = env.step(np.ones((2, 1)))
+    final = inner.task.observe(inner.sim.state())
+    _, _, _, truncated, info = env.step(np.ones((2, 1)))
+    assert truncated.all()
+    assert info.final_privileged_obs.shape == (2, 5) and not np.array_equal(info.final_privileged_obs, final)
+    np.testing.assert_array_equal(info.privileged_obs, inner.task.observe(inner.sim.state()))  # after the reset
+
+
+def test_a_pixel_actor_critic_reads_images_and_its_critic_the_state():
+    from embody.policies.actor_critic import ActorCritic, ActorCriticConfig
+
+    with pytest.raises(ValueError, match="privileged observation for its critic"):
+        ActorCritic(3 * 16 * 16, 1, 0, ActorCriticConfig(pixels=[3, 16, 16]))
+    policy = ActorCritic(3 * 16 * 16, 1, 5, ActorCriticConfig(pixels=[3, 16, 16]))
+    images = torch.randint(0, 256, (4, 3 * 16 * 16), dtype=torch.uint8)
+    state = torch.randn(4, 5)
+    assert policy.critic_size == 5 and torch.equal(policy.critic_input(images, state), state)
+    assert policy.value(state).shape == (4,) and policy.act(images).shape == (4, 1)
+    assert {id(p) for p in policy.encoder.parameters()} <= {id(p) for p in policy.actor_parameters()}
+
+
+def test_ppo_keeps_images_as_uint8_and_its_critic_on_the_state():
+    from embody.policies.actor_critic import ActorCritic, ActorCriticConfig
+    from embody.policies.ppo import PPO, PPOConfig, RolloutBuffer
+    from embody.sims.pixels import PixelEnv
+    from embody.sims.vec_env import make_env
+
+    env = PixelEnv(make_env("cartpole-swingup", n_envs=2, seed=0), size=16, frames=2)
+    policy = ActorCritic(env.observation_size, 1, env.privileged_size, ActorCriticConfig(pixels=list(env.pixel_shape)))
+    ppo = PPO(env, policy, PPOConfig(n_steps=4, epochs=1, minibatches=2))
+    buf = RolloutBuffer(4, 2, env.observation_size, policy.critic_size, 1, ppo.device, torch.uint8)
+    ppo.collect(buf, [])
+    assert buf.obs.dtype == torch.uint8 and buf.obs.float().std() > 0 and buf.critic_obs.shape == (4, 2, 5)
+    before = [p.detach().clone() for p in policy.encoder.parameters()]
+    ppo.update(buf, 0.0)
+    assert any(not torch.equal(b, p) for b, p in zip(before, policy.encoder.parameters()))  # the PPO loss trains it
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algo", ["ppo", "shac"])
+def test_ppo_and_shac_train_from_pixels_end_to_end(tmp_path, algo):
+    from embody.cli import main
+    from embody.runs import load_run_checkpoint
+
+    out = tmp_path / algo
+    sets = ["pixels=16", "eval_episodes=1", "video=false", "ppo.n_steps=8", "shac.horizon=8"]
+    argv = ["train", "cartpole-swingup", "--algo", algo, "--envs", "4", "--steps", "64", "--out", str(out)]
+    assert main(argv + [x for s in sets for x in ("--set", s)]) == 0
+    ck = load_run_checkpoint(out)
+    assert ck.policy.config.pixels == [9, 16, 16] and ck.policy.critic_size == 5
+    assert json.loads((out / "eval.json").read_text())["episodes"] == 1
