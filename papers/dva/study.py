@@ -42,7 +42,7 @@ class StudyConfig:
     arms: list[str] = field(default_factory=lambda: list(ARMS))
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
     sim: str = "mujoco"
-    budget_s: float = 480.0  # wall-clock of training per run
+    budget_s: float = 300.0  # wall-clock of training per run
     pixels: int = 48
     frames: int = 3
     envs: int = 64  # SHAC, D.VA and PPO
@@ -52,14 +52,18 @@ class StudyConfig:
     dagger_steps: int = 40  # per env and iteration (the aggregated images stay within memory)
     dagger_envs: int = 16
     task_sets: dict[str, list[str]] = field(
-        default_factory=lambda: {"cartpole-swingup": ["env.reward_weights.quadratic=0.1"]}
+        default_factory=lambda: {
+            # SHAC's rates for the cart-pole: with the paper's (2e-3, 5e-4) its return plateaued (issue 24's note)
+            "cartpole-swingup": ["env.reward_weights.quadratic=0.1", "shac.actor_lr=1e-2", "shac.critic_lr=1e-3"]
+        }
     )
     sets: list[str] = field(
         default_factory=lambda: [
             "video=false",
-            "shac.lr_schedule=constant",
             "checkpoint_every=1000000",
-            "sac.log_every=1000",
+            "shac.lr_schedule=constant",  # a wall-clock budget has no step count to decay over
+            "sac.log_every=1000",  # the budget is checked at each metrics row
+            "sac.learning_starts=1000",
         ]
     )
 
@@ -82,7 +86,7 @@ def for_scale(scale: str) -> StudyConfig:
         dagger_steps=16,
         dagger_envs=4,
         sets=[*StudyConfig().sets, "shac.horizon=8", "sac.learning_starts=64", "sac.log_every=32", "ppo.n_steps=8"],
-        task_sets={"cartpole-swingup": ["env.reward_weights.quadratic=0.1", "env.max_episode_steps=50"]},
+        task_sets={"cartpole-swingup": [*StudyConfig().task_sets["cartpole-swingup"], "env.max_episode_steps=50"]},
     )
 
 

@@ -22,11 +22,12 @@ class TiledRenderer:
     """Frames (k, height, width, 3) uint8 of many envs per call (module docstring); ``model`` supplies meshes,
     textures and the offscreen size, the per-env models passed to ``render`` their own poses."""
 
-    def __init__(self, model, width: int, height: int, shadows: bool = False):
+    def __init__(self, model, width: int, height: int, shadows: bool = False, reflections: bool = False):
         import mujoco
         from mujoco.rendering.classic import gl_context
 
-        self._mj, self.width, self.height, self.shadows = mujoco, width, height, shadows
+        self._mj, self.width, self.height = mujoco, width, height
+        self.shadows, self.reflections = shadows, reflections
         side = math.isqrt(MAX_TILES)
         self.cols, self.rows = max(1, min(side, MAX_SIDE // width)), max(1, min(side, MAX_SIDE // height))
         self.tiles = self.cols * self.rows
@@ -66,6 +67,7 @@ class TiledRenderer:
                 self._scene,
             )
             self._scene.flags[mj.mjtRndFlag.mjRND_SHADOW] = self.shadows
+            self._scene.flags[mj.mjtRndFlag.mjRND_REFLECTION] = self.reflections
             mj.mjr_render(self._viewport(n - 1), self._scene, self._ctx)
         if n == 0:
             return None

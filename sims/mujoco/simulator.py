@@ -307,7 +307,7 @@ class MujocoSimulator:
             from .render import TiledRenderer
 
             c = self.config
-            self._renderer = TiledRenderer(self.model, c.render_width, c.render_height, c.shadows)
+            self._renderer = TiledRenderer(self.model, c.render_width, c.render_height, c.shadows, c.reflections)
             self._cam = self._tracking_camera()
         return self._renderer.render(self._forward_states(select_envs(self.n_envs, env_ids)), camera or self._cam)
 

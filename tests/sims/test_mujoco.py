@@ -191,3 +191,17 @@ def test_large_frames_take_fewer_tiles_per_pass():
     reference.update_scene(data, camera="fixed")
     diff = np.abs(frames[2].astype(int) - reference.render())
     assert diff.max() <= 1 and (diff > 0).mean() <= 1e-3  # the second pass's first tile
+
+
+def test_reflections_are_off_unless_asked_for():
+    from embody.sims.vec_env import make_env
+
+    frames = []
+    for reflections in (False, True):
+        env = make_env("hopper", n_envs=1, seed=0)
+        env.sim.config.render_width = env.sim.config.render_height = 32
+        env.sim.config.reflections = reflections
+        env.reset()
+        frames.append(env.render().astype(int))
+        env.close()
+    assert np.abs(frames[0] - frames[1]).max() > 10  # the hopper's floor reflects it only when asked
