@@ -63,3 +63,47 @@ def test_the_quadratic_swingup_reward_is_dflexs_on_both_paths():
     tensors = RobotState(joint_pos=torch.tensor(q), joint_vel=torch.tensor(v), joint_torque=None, time=None)
     got = env.task.reward_quadratic(tensors, torch.zeros(3, 1, dtype=torch.float64))
     np.testing.assert_allclose(got.numpy(), want, atol=1e-12)
+
+
+@pytest.mark.parametrize("task, settle", [("cartpole-swingup", 0), ("hopper", 30)])
+def test_the_return_gradient_wrt_policy_parameters_matches_finite_differences(task, settle):
+    """d(H-step return)/d(policy parameters) through DiffEnv against central differences of whole rollouts of the
+    real simulator with the numpy reward (the hopper's foot on the floor after settling: contacts)."""
+    env = make_env(task, n_envs=2, seed=0)
+    denv, t = DiffEnv(env), env.task
+    denv.reset()
+    for _ in range(settle):
+        env.sim.step(np.zeros((2, env.action_size)))
+    x0, horizon = env.sim.diff_state(), 8
+    rng = np.random.default_rng(0)
+    W = torch.tensor(rng.normal(scale=0.3, size=(denv.observation_size, env.action_size)), requires_grad=True)
+    b = torch.tensor(rng.normal(scale=0.1, size=env.action_size), requires_grad=True)
+    env.sim.set_diff_state(x0)
+    x, ret = torch.from_numpy(x0), 0.0
+    for _ in range(horizon):
+        step = denv.step(x, torch.tanh(denv.observe(x) @ W + b))
+        assert not (step.terminated | step.truncated).any()
+        x, ret = step.x, ret + step.reward.sum()
+    ret.backward()
+
+    def numpy_return(w: np.ndarray, c: np.ndarray) -> float:
+        env.sim.set_diff_state(x0)
+        total = 0.0
+        for _ in range(horizon):
+            a = np.tanh(denv.observe(torch.from_numpy(env.sim.diff_state())).numpy() @ w + c)
+            env.sim.step(t.action_to_command(a))
+            total += t.reward(env.sim.state(), a)[0].sum()
+        return total
+
+    params = np.concatenate([W.detach().numpy().ravel(), b.detach().numpy()])
+    numeric = np.zeros_like(params)
+    for i in range(len(params)):
+        hi, lo = params.copy(), params.copy()
+        hi[i] += 1e-5
+        lo[i] -= 1e-5
+        unpack = lambda p: (p[: W.numel()].reshape(W.shape), p[W.numel() :])  # noqa: E731
+        numeric[i] = (numpy_return(*unpack(hi)) - numpy_return(*unpack(lo))) / 2e-5
+    grad = np.concatenate([W.grad.numpy().ravel(), b.grad.numpy()])
+    err = np.abs(grad - numeric).max() / np.abs(numeric).max()
+    print(f"{task}: max |autograd − finite differences| / max |gradient| = {err:.1e}")
+    assert err < 1e-4
