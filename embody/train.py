@@ -101,7 +101,6 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, teacher=None) -> di
     torch.set_num_threads(cfg.torch_threads)
     if cfg.algo not in ALGOS:
         raise ConfigError(f"unknown algo {cfg.algo!r}; valid: {', '.join(ALGOS)}")
-
     if (teacher or cfg.preference.teacher != "none") and (cfg.algo != "sac" or cfg.pixels or cfg.sac.her != "none"):
         raise ConfigError("preference: a learned reward trains with --algo sac on state observations, without HER")
     if cfg.algo == "sac":
