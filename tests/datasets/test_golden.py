@@ -41,6 +41,9 @@ def test_same_layout_and_metadata(fresh):
     # And one setting added since (issue 19): the recorded sim config names its rotor inertia, the model file's.
     assert new["embody"]["recording"]["env_config"]["sim"].pop("armature") == "model"
     assert "armature" not in old["embody"]["recording"]["env_config"]["sim"]
+    # And one render setting (issue 24): reflective floors, off.
+    assert new["embody"]["recording"]["env_config"]["sim"].pop("reflections") is False
+    assert "reflections" not in old["embody"]["recording"]["env_config"]["sim"]
     assert new == old
 
 
