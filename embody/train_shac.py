@@ -21,6 +21,7 @@ from embody.runs import (
     start_run,
 )
 from embody.sims.diff_env import DiffEnv
+from embody.sims.pixels import DifferentiableFrames
 
 
 def train_shac(cfg, out: Path, resume: bool = False) -> dict:
@@ -29,6 +30,7 @@ def train_shac(cfg, out: Path, resume: bool = False) -> dict:
 
     env = build_env(cfg)
     denv = DiffEnv(env)  # before the run directory: an undifferentiable task or simulator leaves none behind
+    frames = DifferentiableFrames(env) if cfg.shac.render_gradient else None  # so is a source without gradients
     start_run(out, cfg)
     spec = policy_spec(env)
     ckpt = load_run_checkpoint(out, expect=env, device=cfg.device) if resume else None
@@ -40,7 +42,7 @@ def train_shac(cfg, out: Path, resume: bool = False) -> dict:
     )
     if not isinstance(policy, ActorCritic):
         raise ValueError(f"{out}: its checkpoint holds a {type(policy).__name__}, not an ActorCritic (algo shac)")
-    shac = SHAC(denv, policy, cfg.shac, cfg.device)
+    shac = SHAC(denv, policy, cfg.shac, cfg.device, frames)
     time_offset = 0.0
     if ckpt:
         shac.optimizer.load_state_dict(ckpt.optimizer_state)

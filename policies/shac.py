@@ -58,7 +58,7 @@ class SHACConfig:
     activation: str = "elu"
     init_std: float = math.exp(-1.0)
     augment: bool = True  # random shifts of a pixel actor's frames (DrQ's), in the rollouts
-    render_gradient: bool = False  # the gradient also passes through the rendering (a differentiable pixel source)
+    render_gradient: bool = False  # `embody train`: the actor reads DifferentiableFrames (through the rendering)
 
     def policy(
         self, obs_size: int, action_size: int, pixels: list[int] | None = None, state_size: int = 0
@@ -99,10 +99,6 @@ class SHAC:
         self.fresh = torch.ones(env.n_envs, dtype=torch.bool)  # the envs whose state self.x starts an episode
         self.recent_returns: deque[float] = deque(maxlen=max(env.n_envs, 10))  # of the episodes that ended last
         self.augment = config.augment and policy.encoder is not None
-        if actor_input is None and config.render_gradient:
-            from embody.sims.pixels import DifferentiableFrames
-
-            actor_input = DifferentiableFrames(env.env)
         self.actor_input = actor_input or (self._frames if policy.encoder is not None else self._state)
 
     def _obs(self, x: torch.Tensor) -> torch.Tensor:

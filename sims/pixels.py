@@ -21,6 +21,8 @@ import torch
 
 from embody.registry import Registry
 
+from .base import UnsupportedTask
+
 PIXEL_SOURCES: Registry[type] = Registry("pixel source")
 PIXEL_SOURCES.register("render", "embody.sims.pixels:PixelEnv")
 
@@ -104,7 +106,10 @@ class DifferentiableFrames:
 
     def __init__(self, env: PixelEnv):
         if getattr(env, "images_of", None) is None:
-            raise ValueError(f"{type(env).__name__} cannot draw differentiable images (a pixel source with images_of)")
+            raise UnsupportedTask(
+                f"{type(env).__name__} cannot draw differentiable images (a pixel source with images_of, e.g. "
+                "cartpole-raster), so no gradient can pass through its rendering"
+            )
         self.env, self._stack = env, None  # (n, frames, 3, H, W)
 
     def __call__(self, x: torch.Tensor, fresh: torch.Tensor) -> torch.Tensor:

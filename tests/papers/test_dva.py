@@ -58,7 +58,7 @@ def test_the_detach_decides_whether_the_gradient_passes_through_the_images(throu
     denv = raster_env()
     cfg = SHACConfig(horizon=3, augment=False, render_gradient=through)
     policy = cfg.policy(denv.observation_size, denv.action_size, list(denv.env.pixel_shape), 5)
-    shac = SHAC(denv, policy, cfg)
+    shac = SHAC(denv, policy, cfg, actor_input=DifferentiableFrames(denv.env) if through else None)
     seen = []
     frames = shac.actor_input
     shac.actor_input = lambda x, fresh: seen.append(frames(x, fresh)) or seen[-1]
@@ -94,3 +94,12 @@ def test_the_study_refuses_a_simulator_without_gradients_by_name(tmp_path):
     with pytest.raises(UnsupportedTask, match="pybullet.*differentiable"):
         run_study(cfg, tmp_path, "test")
     assert not (tmp_path / "jobs").exists()
+
+
+def test_a_source_without_differentiable_images_is_refused():
+    from embody.sims.base import UnsupportedTask
+    from embody.sims.pixels import PixelEnv
+
+    for env in (make_env("cartpole-swingup", n_envs=1), PixelEnv(make_env("cartpole-swingup", n_envs=1), 8)):
+        with pytest.raises(UnsupportedTask, match="cannot draw differentiable images"):
+            DifferentiableFrames(env)
