@@ -210,12 +210,13 @@ def print_speed(rows: list[dict], raw: float | None) -> None:
 
 def print_snapshots(rows: list[dict]) -> None:
     """Each seed's evaluation at each snapshot: return, length, the task's tracking errors (instantaneous and
-    averaged over a gait period), survival and the share of steps with a joint over its velocity limit."""
+    averaged over a gait period), survival, the share of steps with a leg joint over its velocity limit and the share
+    of episodes with a step the deploy supervisor would fault on."""
     if not any(r["snapshots"] for r in rows):
         return
     print(
         f"{'seed':>6} {'min':>5} {'return':>9} {'length':>7} {'lin err':>8} {'yaw err':>8} {'yaw gait':>8} "
-        f"{'survival':>9} {'over-speed':>10}"
+        f"{'survival':>9} {'over-speed':>10} {'faulted':>8}"
     )
     fmt = lambda e, k, f: f"{e[k]:{f}}" if k in e else "—"  # noqa: E731
     for r in rows:
@@ -224,7 +225,7 @@ def print_snapshots(rows: list[dict]) -> None:
                 f"{r['seed']:>6} {minutes:>5} {e['return_mean']:>9.2f} {e['length_mean']:>7.1f} "
                 f"{fmt(e, 'lin_vel_error', '.3f'):>8} {fmt(e, 'yaw_rate_error', '.3f'):>8} "
                 f"{fmt(e, 'yaw_rate_error_gait', '.3f'):>8} {fmt(e, 'survival_rate', '.0%'):>9} "
-                f"{fmt(e, 'over_speed', '.1%'):>10}"
+                f"{fmt(e, 'over_speed', '.1%'):>10} {fmt(e, 'supervisor_fault', '.0%'):>8}"
             )
 
 

@@ -39,13 +39,13 @@ def write_report(rows: list[dict], out: Path) -> None:
     (out / "report.json").write_text(json.dumps(rows, indent=2))
     lines = [
         "| sim | episodes | return (mean ± std) | of max | vs. trained sim | length | terminated | success "
-        "| survival | lin vel err | yaw rate err |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| survival | lin vel err | yaw rate err | supervisor fault |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     opt = lambda r, k, f: format(r[k], f) if k in r else "—"  # noqa: E731
     for r in rows:
         if "unsupported" in r:
-            lines.append(f"| {r['sim']} | unsupported: {r['unsupported']} ||||||||||")
+            lines.append(f"| {r['sim']} | unsupported: {r['unsupported']} |||||||||||")
             continue
         frac = f"{r['return_fraction_of_max']:.1%}" if "return_fraction_of_max" in r else "—"
         rel = f"{r['return_vs_trained_sim']:.2f}×" if r["return_vs_trained_sim"] is not None else "—"
@@ -54,7 +54,8 @@ def write_report(rows: list[dict], out: Path) -> None:
             f"{r['return_mean']:.1f} ± {r['return_std']:.1f} | {frac} | {rel} | "
             f"{r['length_mean']:.0f} | {r['terminated_fraction']:.0%} | "
             f"{opt(r, 'success_rate', '.0%')} | {opt(r, 'survival_rate', '.0%')} | "
-            f"{opt(r, 'lin_vel_error', '.3f')} | {opt(r, 'yaw_rate_error', '.3f')} |"
+            f"{opt(r, 'lin_vel_error', '.3f')} | {opt(r, 'yaw_rate_error', '.3f')} | "
+            f"{opt(r, 'supervisor_fault', '.0%')} |"
         )
     (out / "report.md").write_text("\n".join(lines) + "\n")
     if any("unsupported" not in r for r in rows):

@@ -12,7 +12,8 @@ import torch
 class EvalResult:
     """Per-episode outcomes from ``evaluate``, in the order episodes ended, exactly ``episodes`` of
     them: return (reward units), length (steps), whether it terminated, success where the task
-    reports it, and the episode mean of each of the task's step metrics."""
+    reports it, and the episode mean of each of the task's step metrics (the episode maximum of its events: 1 if
+    the event happened)."""
 
     returns: list[float]
     lengths: list[int]
@@ -21,7 +22,7 @@ class EvalResult:
     frames: list[np.ndarray] = field(default_factory=list)  # env 0's first episode, if rendered
     # per rendered frame: the step's reward and weighted terms that led to it, and env 0's command if the task has one
     frame_info: list[dict] = field(default_factory=list)
-    metrics: dict[str, list[float]] = field(default_factory=dict)  # name -> per-episode mean
+    metrics: dict[str, list[float]] = field(default_factory=dict)  # name -> per-episode mean (events: maximum)
 
     def summary(self, max_return: float | None = None) -> dict:
         """Aggregates as a flat dict: ``episodes``, ``return_mean`` / ``_std`` / ``_min`` / ``_max``,
@@ -63,7 +64,8 @@ def evaluate(
     obs, priv = env.reset()
     policy.reset()
     result = EvalResult([], [], [])
-    sums: dict[str, np.ndarray] = {}  # per env, since its reset
+    sums: dict[str, np.ndarray] = {}  # per env, since its reset (events: the maximum)
+    events = getattr(getattr(env, "task", None), "episode_events", frozenset())
     recording = render
     if render:
         result.frames.append(env.render(np.array([0]))[0])
@@ -75,7 +77,7 @@ def evaluate(
         priv = info.privileged_obs
         done = terminated | truncated
         for name, value in info.metrics.items():
-            sums[name] = sums.get(name, 0.0) + value
+            sums[name] = np.maximum(sums.get(name, 0.0), value) if name in events else sums.get(name, 0.0) + value
         if recording:
             if done[0]:
                 recording = False
@@ -90,7 +92,8 @@ def evaluate(
             if info.episode_success is not None:
                 result.success.extend(info.episode_success.tolist())
             for name, total in sums.items():
-                result.metrics.setdefault(name, []).extend((total[done] / info.episode_length).tolist())
+                value = total[done] if name in events else total[done] / info.episode_length
+                result.metrics.setdefault(name, []).extend(value.tolist())
                 total[done] = 0.0
     result.returns, result.lengths = result.returns[:episodes], result.lengths[:episodes]
     result.terminated, result.success = result.terminated[:episodes], result.success[:episodes]

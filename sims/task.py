@@ -79,6 +79,9 @@ class Task(ABC):
     # True: observe, the reward terms and action_to_command also take torch tensors (a RobotState of tensors) and
     # keep their gradients, so that sims/diff_env.py can differentiate the task through a differentiable simulator
     differentiable: ClassVar[bool] = False
+    # step metrics that are events (0/1): evaluation reports the share of episodes in which each happened at least
+    # once (a step the deploy supervisor would fault on), not its mean over steps
+    episode_events: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, config: TaskConfig, robot: RobotSpec, n_envs: int, seed: int = 0):
         self.config, self.robot, self.n_envs = config, robot, n_envs
@@ -199,8 +202,9 @@ class Task(ABC):
         return np.zeros((state.n_envs, 0), dtype=np.float32)
 
     def step_metrics(self, state: RobotState) -> dict[str, np.ndarray]:
-        """Named per-step measurements (n,) that evaluation averages over each episode (a tracking error);
-        taken after the step, before commands are redrawn. None by default."""
+        """Named per-step measurements (n,) that evaluation averages over each episode (a tracking error), or
+        takes the maximum of for those in ``episode_events``; taken after the step, before commands are redrawn.
+        None by default."""
         return {}
 
     def terminated(self, state: RobotState) -> np.ndarray:

@@ -111,6 +111,9 @@ class Legged:
     reference_swing: float = 0.0
     tracking_sigma: float = 0.25
     only_positive_rewards: bool = True  # clip the step's total at 0, so that living never costs (legged_gym)
+    # reward terms added after that clip: a rare, large penalty (a joint slapping past its velocity limit) costs its
+    # whole size, not just the step's positive reward
+    unclipped: tuple[str, ...] = ()
     fall_tilt: float = 0.7  # |gravity_xy| in the base frame: ~44°
     fall_height: float = 0.6  # m
     init_joint_noise: float = 0.05  # rad, uniform, legs
@@ -118,6 +121,7 @@ class Legged:
     # × each leg joint's vendor velocity limit past which the episode ends, as the deploy supervisor faults at 1.2×
     # (a termination the policy learns to avoid; evaluation counts it as a fall); 0 = off
     over_speed_end: float = 0.0
+    supervisor_speed_factor: float = 1.2  # the deploy supervisor's velocity_fault_factor (metric supervisor_fault)
 
 
 @dataclass
@@ -161,6 +165,7 @@ class H1_2Velocity(Task):
     robot_name = "h1_2"
     config_class = H1_2VelocityConfig
     terminations_are_falls = True
+    episode_events = frozenset({"supervisor_fault"})
     train_defaults = {
         "n_envs": 256,  # issue 19: 5.4k → ~7k env-steps/s over 64; 10-min eval alike (404 vs 415 steps)
         "steps": 50_000_000,
@@ -185,6 +190,9 @@ class H1_2Velocity(Task):
         if not c.sim.physics_dt:
             raise ValueError(f"{self.name}: sim.physics_dt must be set (the gait clock and rewards use dt)")
         self.dt = c.sim.physics_dt * c.sim.decimation
+        unknown = set(c.legged.unclipped) - set(c.reward_weights)
+        if unknown:
+            raise ValueError(f"{self.name}: legged.unclipped names {sorted(unknown)}, not reward terms")
         self.mount = imu_mount(robot)
         self.legs = robot.group("legs")
         self.leg_speed_limit = robot.velocity_limit[self.legs]  # rad/s
@@ -455,14 +463,18 @@ class H1_2Velocity(Task):
         """``lin_vel_error``: ‖v*_xy − v_xy‖ [m/s] (base frame); ``yaw_rate_error``: |ω*_z − ω_z| [rad/s]; their
         ``_gait`` forms with the velocities averaged over the last gait period (a walking base swings within each
         step at any tracking skill); ``over_speed``: 1 where a leg joint moves faster than its velocity limit
-        (the deploy supervisor's fault)."""
+        (a soft limit the reward can penalize); ``supervisor_fault``: 1 where any joint moves faster than the deploy
+        supervisor's fault threshold (``supervisor_speed_factor`` × its limit), an event: evaluation reports the
+        share of episodes with one (the episodes ``embody deploy`` would end in damping)."""
         p, avg = state.privileged, self.gait_velocity()
+        fault_speed = self.config.legged.supervisor_speed_factor * self.robot.velocity_limit
         return {
             "lin_vel_error": np.linalg.norm(self.commands[:, :2] - p.base_lin_vel[:, :2], axis=1),
             "yaw_rate_error": np.abs(self.commands[:, 2] - p.base_ang_vel[:, 2]),
             "lin_vel_error_gait": np.linalg.norm(self.commands[:, :2] - avg[:, :2], axis=1),
             "yaw_rate_error_gait": np.abs(self.commands[:, 2] - avg[:, 2]),
             "over_speed": (np.abs(state.joint_vel[:, self.legs]) > self.leg_speed_limit).any(axis=1).astype(np.float64),
+            "supervisor_fault": (np.abs(state.joint_vel) > fault_speed).any(axis=1).astype(np.float64),
         }
 
     def gait_velocity(self) -> np.ndarray:
@@ -486,8 +498,8 @@ class H1_2Velocity(Task):
 
     def reward(self, state: RobotState, action: np.ndarray):
         """The weighted terms times ``dt`` (per second of simulated time), the total clipped at 0 with
-        ``only_positive_rewards``. Also records the step's base velocity for the gait averages (called once per
-        step, before ``step_metrics``)."""
+        ``only_positive_rewards`` (the ``unclipped`` terms are added after the clip). Also records the step's base
+        velocity for the gait averages (called once per step, before ``step_metrics``)."""
         p = state.privileged
         self.velocity_history[self.steps % len(self.velocity_history), np.arange(self.n_envs)] = np.concatenate(
             [p.base_lin_vel[:, :2], p.base_ang_vel[:, 2:]], axis=1
@@ -498,7 +510,8 @@ class H1_2Velocity(Task):
             terms = {k: v * self.penalty_level if w[k] < 0 else v for k, v in terms.items()}
             total = np.sum(list(terms.values()), axis=0)
         if self.config.legged.only_positive_rewards:
-            total = np.maximum(total, 0.0)
+            kept = sum(terms[k] for k in self.config.legged.unclipped if k in terms)
+            total = np.maximum(total - kept, 0.0) + kept
         return total * self.dt, {k: v * self.dt for k, v in terms.items()}
 
     def reward_tracking_lin_vel(self, state: RobotState, action: np.ndarray) -> np.ndarray:

@@ -218,6 +218,49 @@ def test_joint_speeds_past_the_limits_are_penalized_and_reported():  # dof_vel_l
     state = dataclasses.replace(state, joint_vel=qd)
     np.testing.assert_allclose(task.reward_dof_vel_limits(state, None), [0.0, 0.2 * limit[3]])
     assert task.step_metrics(state)["over_speed"].tolist() == [0.0, 1.0]
+    assert task.step_metrics(state)["supervisor_fault"].tolist() == [0.0, 0.0]  # 1.1 × < the supervisor's 1.2 ×
+    arm = task.robot.group("arms")[0]
+    qd[0, arm] = 1.3 * task.robot.velocity_limit[arm]  # any joint, as the supervisor checks
+    state = dataclasses.replace(state, joint_vel=qd)
+    assert task.step_metrics(state)["supervisor_fault"].tolist() == [1.0, 0.0]
+
+
+def test_unclipped_penalties_survive_the_positive_clip():
+    import dataclasses
+
+    cfg = H1_2VelocityConfig()
+    cfg.randomization.enabled, cfg.penalty_curriculum.enabled = False, False
+    cfg.reward_weights["dof_vel_limits"] = -5.0
+    totals = {}
+    for unclipped in ((), ("dof_vel_limits",)):
+        cfg.legged.unclipped = unclipped
+        env = make_env("h1_2-velocity", n_envs=2, seed=0, config=cfg)
+        env.reset()
+        state = env.sim.state()
+        qd = state.joint_vel.copy()
+        qd[1, env.task.legs[4]] = 3.0 * env.task.leg_speed_limit[4]  # env 1 slaps an ankle
+        totals[unclipped], terms = env.task.reward(dataclasses.replace(state, joint_vel=qd), np.zeros((2, 12)))
+    assert totals[()][1] == 0.0  # clipped: the slap costs no more than the step's positive reward
+    slap = terms.pop("dof_vel_limits")[1]
+    rest = max(sum(v[1] for v in terms.values()), 0.0)
+    assert slap < -0.1 and totals[("dof_vel_limits",)][1] == pytest.approx(rest + slap)
+    cfg.legged.unclipped = ("no_such_term",)
+    with pytest.raises(ValueError, match="no_such_term"):
+        make_env("h1_2-velocity", n_envs=1, seed=0, config=cfg)
+
+
+def test_evaluation_counts_episodes_with_a_supervisor_fault_not_steps():
+    from embody.policies.base import RandomPolicy
+    from embody.policies.evaluate import evaluate
+
+    cfg = H1_2VelocityConfig(max_episode_steps=10)
+    cfg.randomization.enabled = False
+    env = make_env("h1_2-velocity", n_envs=2, seed=0, config=cfg)
+    metrics = env.task.step_metrics
+    env.task.step_metrics = lambda state: {**metrics(state), "supervisor_fault": (env.task.steps == 3) * 1.0}
+    result = evaluate(env, RandomPolicy(47, 12), episodes=4)
+    assert result.metrics["supervisor_fault"] == [1.0] * 4  # one step of ten in every episode: each episode counts
+    assert result.summary()["supervisor_fault"] == 1.0
 
 
 @pytest.mark.parametrize("task", ["h1_2-velocity", "h1_2-stand"])
