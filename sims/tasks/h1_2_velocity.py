@@ -114,6 +114,7 @@ class Legged:
     # reward terms added after that clip: a rare, large penalty (a joint slapping past its velocity limit) costs its
     # whole size, not just the step's positive reward
     unclipped: tuple[str, ...] = ()
+    unclipped_from_steps: int = 0  # env steps of training (all envs) before they leave the clip; evaluation: always
     fall_tilt: float = 0.7  # |gravity_xy| in the base frame: ~44°
     fall_height: float = 0.6  # m
     init_joint_noise: float = 0.05  # rad, uniform, legs
@@ -210,8 +211,7 @@ class H1_2Velocity(Task):
         self.last_push_step = np.full(n_envs, -(10**9))
         self.delay = np.zeros(n_envs, dtype=np.int64)
         self.action_history = np.zeros((r.action_delay_steps + 1, n_envs, len(self.legs)))
-        pc = c.penalty_curriculum
-        self._penalty_level = pc.initial if pc.enabled else 1.0
+        self.reseed_curricula()
 
     # -- sizes ---------------------------------------------------------------------------
     @property
@@ -300,10 +300,14 @@ class H1_2Velocity(Task):
         self.delay[env_ids] = self.rng.integers(0, r.action_delay_steps + 1, k) if r.enabled else 0
 
     def reseed(self, seed: int) -> None:
-        """Also restart the penalty curriculum."""
+        """Also restart the curricula."""
         super().reseed(seed)
+        self.reseed_curricula()
+
+    def reseed_curricula(self) -> None:
         pc = self.config.penalty_curriculum
         self._penalty_level = pc.initial if pc.enabled else 1.0
+        self.trained_steps = 0  # env steps taken in training (all envs), for legged.unclipped_from_steps
 
     def _move_penalty_level(self, lengths_s: np.ndarray) -> None:
         pc = self.config.penalty_curriculum
@@ -317,8 +321,18 @@ class H1_2Velocity(Task):
         """The factor on negative-weight reward terms: the curriculum's level in training, 1 in evaluation."""
         return self._penalty_level if self.training else 1.0
 
+    @property
+    def unclipped(self) -> tuple[str, ...]:
+        """The terms added after the positive clip now: ``legged.unclipped`` once training has taken
+        ``unclipped_from_steps`` env steps, and always in evaluation."""
+        c = self.config.legged
+        return c.unclipped if not self.training or self.trained_steps >= c.unclipped_from_steps else ()
+
     def curriculum_levels(self) -> dict[str, float]:
-        return {"penalty": self.penalty_level} if self.config.penalty_curriculum.enabled else {}
+        levels = {"penalty": self.penalty_level} if self.config.penalty_curriculum.enabled else {}
+        if self.config.legged.unclipped_from_steps:
+            levels["unclipped"] = float(bool(self.unclipped))
+        return levels
 
     def _push_interval(self, k: int) -> np.ndarray:
         return np.round(_uniform(self.rng, self.config.randomization.push_interval_s, k) / self.dt)
@@ -358,6 +372,7 @@ class H1_2Velocity(Task):
         """Also count steps and redraw commands every ``resample_s``."""
         super().after_step(action)
         self.steps += 1
+        self.trained_steps += self.n_envs if self.training else 0
         every = max(1, round(self.config.commands.resample_s / self.dt))
         resample = np.flatnonzero(self.steps % every == 0)
         if resample.size:
@@ -510,7 +525,7 @@ class H1_2Velocity(Task):
             terms = {k: v * self.penalty_level if w[k] < 0 else v for k, v in terms.items()}
             total = np.sum(list(terms.values()), axis=0)
         if self.config.legged.only_positive_rewards:
-            kept = sum(terms[k] for k in self.config.legged.unclipped if k in terms)
+            kept = sum(terms[k] for k in self.unclipped if k in terms)
             total = np.maximum(total - kept, 0.0) + kept
         return total * self.dt, {k: v * self.dt for k, v in terms.items()}
 

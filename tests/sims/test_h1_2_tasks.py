@@ -231,19 +231,33 @@ def test_unclipped_penalties_survive_the_positive_clip():
     cfg = H1_2VelocityConfig()
     cfg.randomization.enabled, cfg.penalty_curriculum.enabled = False, False
     cfg.reward_weights["dof_vel_limits"] = -5.0
-    totals = {}
-    for unclipped in ((), ("dof_vel_limits",)):
-        cfg.legged.unclipped = unclipped
-        env = make_env("h1_2-velocity", n_envs=2, seed=0, config=cfg)
-        env.reset()
-        state = env.sim.state()
-        qd = state.joint_vel.copy()
-        qd[1, env.task.legs[4]] = 3.0 * env.task.leg_speed_limit[4]  # env 1 slaps an ankle
-        totals[unclipped], terms = env.task.reward(dataclasses.replace(state, joint_vel=qd), np.zeros((2, 12)))
-    assert totals[()][1] == 0.0  # clipped: the slap costs no more than the step's positive reward
-    slap = terms.pop("dof_vel_limits")[1]
-    rest = max(sum(v[1] for v in terms.values()), 0.0)
-    assert slap < -0.1 and totals[("dof_vel_limits",)][1] == pytest.approx(rest + slap)
+    cfg.legged.unclipped, cfg.legged.unclipped_from_steps = ("dof_vel_limits",), 4
+    env = make_env("h1_2-velocity", n_envs=2, seed=0, config=cfg)
+    env.reset()
+    state = env.sim.state()
+    qd = state.joint_vel.copy()
+    qd[1, env.task.legs[4]] = 3.0 * env.task.leg_speed_limit[4]  # env 1 slaps an ankle
+    state = dataclasses.replace(state, joint_vel=qd)
+
+    def env1() -> tuple[float, float]:  # (env 1's reward, what it is with the slap added after the clip)
+        total, terms = env.task.reward(state, np.zeros((2, 12)))
+        slap = terms.pop("dof_vel_limits")[1]
+        assert slap < -0.1
+        return total[1], max(sum(v[1] for v in terms.values()), 0.0) + slap
+
+    reward, unclipped = env1()
+    assert reward == 0.0 != unclipped  # before unclipped_from_steps: the slap costs at most the step's positive reward
+    env.step(np.zeros((2, 12)))  # 2 envs × 2 steps of training
+    assert env.task.curriculum_levels()["unclipped"] == 0.0
+    env.step(np.zeros((2, 12)))
+    assert env.task.curriculum_levels()["unclipped"] == 1.0
+    reward, unclipped = env1()
+    assert reward == pytest.approx(unclipped)
+    env.task.reseed(1)  # restarts the count; evaluation applies them at once
+    assert env1()[0] == 0.0
+    env.task.training = False
+    reward, unclipped = env1()
+    assert reward == pytest.approx(unclipped)
     cfg.legged.unclipped = ("no_such_term",)
     with pytest.raises(ValueError, match="no_such_term"):
         make_env("h1_2-velocity", n_envs=1, seed=0, config=cfg)
