@@ -480,7 +480,8 @@ class H1_2Velocity(Task):
         step at any tracking skill); ``over_speed``: 1 where a leg joint moves faster than its velocity limit
         (a soft limit the reward can penalize); ``supervisor_fault``: 1 where any joint moves faster than the deploy
         supervisor's fault threshold (``supervisor_speed_factor`` × its limit), an event: evaluation reports the
-        share of episodes with one (the episodes ``embody deploy`` would end in damping)."""
+        share of episodes with one (the episodes ``embody deploy`` would end in damping; sampled once per control
+        step, where the supervisor sees every state)."""
         p, avg = state.privileged, self.gait_velocity()
         fault_speed = self.config.legged.supervisor_speed_factor * self.robot.velocity_limit
         return {
