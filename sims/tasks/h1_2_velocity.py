@@ -211,7 +211,7 @@ class H1_2Velocity(Task):
         self.last_push_step = np.full(n_envs, -(10**9))
         self.delay = np.zeros(n_envs, dtype=np.int64)
         self.action_history = np.zeros((r.action_delay_steps + 1, n_envs, len(self.legs)))
-        self.reseed_curricula()
+        self._restart_curricula()
 
     # -- sizes ---------------------------------------------------------------------------
     @property
@@ -302,9 +302,9 @@ class H1_2Velocity(Task):
     def reseed(self, seed: int) -> None:
         """Also restart the curricula."""
         super().reseed(seed)
-        self.reseed_curricula()
+        self._restart_curricula()
 
-    def reseed_curricula(self) -> None:
+    def _restart_curricula(self) -> None:
         pc = self.config.penalty_curriculum
         self._penalty_level = pc.initial if pc.enabled else 1.0
         self.trained_steps = 0  # env steps taken in training (all envs), for legged.unclipped_from_steps
