@@ -56,7 +56,7 @@ def test_differentiable_frames_are_the_envs_frames_with_gradients():
 def test_the_detach_decides_whether_the_gradient_passes_through_the_images(through):
     torch.manual_seed(0)
     denv = raster_env()
-    cfg = SHACConfig(horizon=3, augment=False, render_gradient=through)
+    cfg = SHACConfig(horizon=3, augment=False)  # SHAC reads the frames it is given (train_shac builds them)
     policy = cfg.policy(denv.observation_size, denv.action_size, list(denv.env.pixel_shape), 5)
     shac = SHAC(denv, policy, cfg, actor_input=DifferentiableFrames(denv.env) if through else None)
     seen = []
