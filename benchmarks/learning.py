@@ -12,7 +12,8 @@ evaluation seed) as the baseline. Bars (each task's ``learning_bar``; any task w
 
 Training speed is printed against the raw physics of the same env in the same run: the bare
 ``mujoco.rollout`` over the same model, batch, threads and decimation, holding the default pose
-(so the learner's whole overhead — task code, policy, PPO update — shows as the ratio); a task's
+(so the learner's whole overhead — task code, policy, PPO update — shows as the ratio), with a breakdown of
+the milliseconds per 1,000 env steps into raw physics, the rest of the rollout and the PPO update; a task's
 ``rollout_variants`` (a frozen policy driving part of the robot, or not) are timed against each other. Snapshots
 at ``--at`` minutes (default 10, 20, 30, within the budget) are evaluated too, so that a
 task's tracking error and survival show against wall-clock.
@@ -85,6 +86,8 @@ def run_seed(
         "train_s": rows[-1]["time_s"],
         "env_steps": rows[-1]["env_steps"],
         "steps_per_s": rows[-1]["steps_per_s"],
+        "collect_s": rows[-1].get("time/collect_s"),  # absent in runs trained before it was logged
+        "update_s": rows[-1].get("time/update_s"),
         "eval": summary,
         "snapshots": snapshots,
         "run": str(out) if keep else None,
@@ -198,7 +201,10 @@ def passes(bar: tuple[str, float], summary: dict, baseline: dict) -> bool:
 
 
 def print_speed(rows: list[dict], raw: float | None) -> None:
-    """Training env-steps/s against the raw physics rate measured in the same run."""
+    """Training env-steps/s against the raw physics rate measured in the same run, and where a training
+    step's time goes: the raw physics it needs, the rest of the rollout beyond that (task code, policy,
+    normalizers, resets, and physics slower than the standing robot's), the PPO update, and the remainder
+    (checkpoints, logging)."""
     if raw is None or not rows or "train_s" not in rows[0]:
         return
     rates = [r["steps_per_s"] for r in rows]
@@ -206,6 +212,15 @@ def print_speed(rows: list[dict], raw: float | None) -> None:
         f"training {np.mean(rates):,.0f} env-steps/s (seeds {min(rates):,.0f}–{max(rates):,.0f}); raw physics "
         f"{raw:,.0f}: ratio {np.mean(rates) / raw:.2f}"
     )
+    timed = [r for r in rows if r.get("collect_s") is not None]
+    if timed:
+        per_k = lambda key: 1e6 * np.mean([r[key] / r["env_steps"] for r in timed])  # noqa: E731  ms per 1k steps
+        physics, total = 1e6 / raw, per_k("train_s")
+        print(
+            f"ms per 1,000 env steps: {total:.0f} = raw physics {physics:.0f} + rest of the rollout "
+            f"{per_k('collect_s') - physics:.0f} + PPO update {per_k('update_s'):.0f} + other "
+            f"{total - per_k('collect_s') - per_k('update_s'):.0f}"
+        )
 
 
 def print_snapshots(rows: list[dict]) -> None:

@@ -252,11 +252,15 @@ class PPO:
         recent: list[float] = []
         recent_lengths: list[int] = []
         start_steps, start = self.env_steps, time.perf_counter()
+        collect_s = update_s = 0.0  # where the wall-clock goes, for `embody bench learning`
         while self.env_steps < total_steps:
             returns: list[float] = []
             lengths: list[int] = []
+            t0 = time.perf_counter()
             self.collect(buf, returns, lengths)
+            t1 = time.perf_counter()
             stats = self._update_threaded(buf, self.env_steps / total_steps)
+            collect_s, update_s = collect_s + t1 - t0, update_s + time.perf_counter() - t1
             self.iteration += 1
             recent = (recent + returns)[-100:]
             recent_lengths = (recent_lengths + lengths)[-100:]
@@ -266,6 +270,8 @@ class PPO:
                 "env_steps": self.env_steps,
                 "time_s": elapsed,
                 "steps_per_s": (self.env_steps - start_steps) / max(elapsed, 1e-9),
+                "time/collect_s": collect_s,
+                "time/update_s": update_s,
                 "episode_return": float(np.mean(recent)) if recent else float("nan"),
                 "episode_length": float(np.mean(recent_lengths)) if recent_lengths else float("nan"),
                 "episodes": len(returns),

@@ -51,7 +51,7 @@ def test_bench_tasks_reports_unsupported_pairs_instead_of_failing(tmp_path):
 
 
 @pytest.mark.slow
-def test_bench_learning_trains_evaluates_and_compares_with_random(tmp_path):
+def test_bench_learning_trains_evaluates_and_compares_with_random(tmp_path, capsys):
     from embody.benchmarks.learning import main
 
     assert (
@@ -77,6 +77,8 @@ def test_bench_learning_trains_evaluates_and_compares_with_random(tmp_path):
     assert result["random"]["episodes"] == 20 and result["random"]["length_mean"] == 250
     (seed,) = result["seeds"]
     assert seed["env_steps"] >= 20000 and math.isfinite(seed["eval"]["return_mean"])
+    assert 0 < seed["collect_s"] and 0 < seed["update_s"] and seed["collect_s"] + seed["update_s"] <= seed["train_s"]
+    assert "ms per 1,000 env steps" in capsys.readouterr().out
     assert (tmp_path / "learning.png").stat().st_size > 1000
 
 
