@@ -273,3 +273,17 @@ def test_render_named_and_tracking_cameras():
     assert s.render(np.array([1])).shape == (1, 48, 64, 3)
     with pytest.raises(ValueError, match="fixed"):
         s.render(camera="nope")
+
+
+@needs_pybullet
+def test_a_long_physics_step_is_solved_in_2_ms_substeps_with_the_torque_held():
+    from embody.sims.pybullet.client import solver_substeps
+
+    assert [solver_substeps(dt) for dt in (0.001, 0.002, 0.0021, 0.005, 0.006)] == [1, 1, 2, 3, 3]
+    torque = np.array([[2.0], [-1.0]])
+    one, three = sim(physics_dt=0.006), sim(physics_dt=0.002, decimation=3)
+    one.step(torque), three.step(torque)
+    a, b = one.state(), three.state()
+    assert abs(a.joint_vel).max() > 1e-3  # it moved
+    np.testing.assert_allclose(a.joint_vel, b.joint_vel, rtol=1e-5)
+    np.testing.assert_allclose(a.joint_pos, b.joint_pos, rtol=1e-5)
