@@ -28,14 +28,16 @@ SOFTWARE_GL = ("llvmpipe", "softpipe", "swrast")  # Mesa's CPU rasterisers: Tiny
 
 # Bullet's rigid contacts kick light links at long steps: at 5 ms the H1-2's feet drive its ankles to 2.6x their
 # speed limits in a straight walk that MuJoCo's 5 ms steps keep under 0.8x, and a MuJoCo-trained walking policy
-# keeps 0.66x its return; solved in 1.7 ms substeps with the same torques, 0.88x (issue 19). So Bullet solves
-# each physics step in substeps of at most this (numSubSteps); the adapter's PD still acts once per physics step.
+# keeps 0.66x its return; solved in 1.7 ms substeps with the same torques, 0.88x (issue 19). So for a robot that
+# stands on contacts (a floating base), Bullet solves each physics step in substeps of at most this (numSubSteps);
+# the adapter's PD still acts once per physics step. Fixed-base robots keep one solve per step (the cart-pole's
+# 10 ms steps would cost 5x for nothing).
 MAX_SOLVER_DT = 0.002
 
 
-def solver_substeps(physics_dt: float) -> int:
-    """Bullet substeps per physics step of ``physics_dt`` seconds (1 up to MAX_SOLVER_DT)."""
-    return max(1, math.ceil(physics_dt / MAX_SOLVER_DT - 1e-9))
+def solver_substeps(physics_dt: float, floating_base: bool = True) -> int:
+    """Bullet substeps per physics step of ``physics_dt`` seconds (1 up to MAX_SOLVER_DT, and for a fixed base)."""
+    return max(1, math.ceil(physics_dt / MAX_SOLVER_DT - 1e-9)) if floating_base else 1
 
 
 @contextmanager
@@ -102,7 +104,9 @@ class World:
         p.setGravity(*self.model.opt.gravity, physicsClientId=c)
         p.setTimeStep(self.physics_dt, physicsClientId=c)
         p.setPhysicsEngineParameter(
-            deterministicOverlappingPairs=1, numSubSteps=solver_substeps(self.physics_dt), physicsClientId=c
+            deterministicOverlappingPairs=1,
+            numSubSteps=solver_substeps(self.physics_dt, self.robot.floating_base),
+            physicsClientId=c,
         )
         self.scene_bodies = add_scene(p, c, self.scene, self.friction)
         said = []

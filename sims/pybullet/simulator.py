@@ -27,8 +27,8 @@ Gaps against MuJoCo: contacts are rigid (Bullet's ERP/LCP) rather than MuJoCo's 
 constraints, and friction combines as the product of the two bodies' coefficients (handled
 for robot-vs-scene pairs, see ``model.add_scene``); joint limits are hard (no solreflimit);
 damping is integrated explicitly (MuJoCo's implicitfast integrates it implicitly); armature
-is approximated (``model.py``). Bullet's solver runs in substeps of at most 2 ms (``client.MAX_SOLVER_DT``), the
-torques held: its rigid contacts kick light feet at longer steps.
+is approximated (``model.py``). For floating-base robots Bullet's solver runs in substeps of at most 2 ms
+(``client.MAX_SOLVER_DT``), the torques held: its rigid contacts kick light feet at longer steps.
 
 Sensors, read after each control step (no one-physics-step lag, unlike MuJoCo's sensors):
 joint torque is the torque applied during the last physics step; the IMU and end-effector are

@@ -276,11 +276,14 @@ def test_render_named_and_tracking_cameras():
 
 
 @needs_pybullet
-def test_a_long_physics_step_is_solved_in_2_ms_substeps_with_the_torque_held():
-    from embody.sims.pybullet.client import solver_substeps
+def test_a_long_physics_step_is_solved_in_2_ms_substeps_with_the_torque_held(monkeypatch):
+    from embody.sims.pybullet import client
 
-    assert [solver_substeps(dt) for dt in (0.001, 0.002, 0.0021, 0.005, 0.006)] == [1, 1, 2, 3, 3]
-    torque = np.array([[2.0], [-1.0]])
+    assert [client.solver_substeps(dt) for dt in (0.001, 0.002, 0.0021, 0.005, 0.006)] == [1, 1, 2, 3, 3]
+    assert client.solver_substeps(0.006, floating_base=False) == 1
+    substeps = client.solver_substeps
+    monkeypatch.setattr(client, "solver_substeps", lambda dt, floating_base: substeps(dt))
+    torque = np.array([[2.0], [-1.0]])  # the cart-pole's base is fixed: substepped here by the patch
     one, three = sim(physics_dt=0.006), sim(physics_dt=0.002, decimation=3)
     one.step(torque), three.step(torque)
     a, b = one.state(), three.state()
