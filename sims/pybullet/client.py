@@ -27,8 +27,8 @@ from .state import BaseFrame, wxyz
 SOFTWARE_GL = ("llvmpipe", "softpipe", "swrast")  # Mesa's CPU rasterisers: TinyRenderer is ~10x faster
 
 # Bullet's rigid contacts kick light links at long steps: at 5 ms the H1-2's feet drive its ankles to 2.6x their
-# speed limits in a straight walk that MuJoCo's 5 ms steps keep under 0.8x, and a MuJoCo-trained walking policy
-# keeps 0.66x its return; solved in 1.7 ms substeps with the same torques, 0.88x (issue 19). So for a robot that
+# speed limits in a straight walk that MuJoCo's 5 ms steps keep under 0.8x; solved in 1.7 ms substeps with the same
+# torques, 1.4x (issue 19; sim-to-sim of the walking policies in benchmarks/README.md). So for a robot that
 # stands on contacts (a floating base), Bullet solves each physics step in substeps of at most this (numSubSteps);
 # the adapter's PD still acts once per physics step. Fixed-base robots keep one solve per step (the cart-pole's
 # 10 ms steps would cost 5x for nothing).
