@@ -215,11 +215,10 @@ def print_speed(rows: list[dict], raw: float | None) -> None:
     timed = [r for r in rows if r.get("collect_s") is not None]
     if timed:
         per_k = lambda key: 1e6 * np.mean([r[key] / r["env_steps"] for r in timed])  # noqa: E731  ms per 1k steps
-        physics, total = 1e6 / raw, per_k("train_s")
+        physics, total, collect, update = 1e6 / raw, per_k("train_s"), per_k("collect_s"), per_k("update_s")
         print(
             f"ms per 1,000 env steps: {total:.0f} = raw physics {physics:.0f} + rest of the rollout "
-            f"{per_k('collect_s') - physics:.0f} + PPO update {per_k('update_s'):.0f} + other "
-            f"{total - per_k('collect_s') - per_k('update_s'):.0f}"
+            f"{collect - physics:.0f} + PPO update {update:.0f} + other {total - collect - update:.0f}"
         )
 
 
