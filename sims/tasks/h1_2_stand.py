@@ -30,6 +30,7 @@ class Motion:
     library: str | None = None  # folder of .safetensors clips; None: the procedural library's ``families``
     families: list[str] = field(default_factory=lambda: list(DEFAULT_FAMILIES))  # embody.robots.motion.FAMILIES
     clip: str | None = None  # one .safetensors clip played over and over (deploy, demos); before library/families
+    amplitude: float = 1.0  # targets q0 + amplitude·(clip − q0): 0 holds the default pose, 1 plays the clips
 
 
 @dataclass
@@ -100,7 +101,8 @@ class H1_2Stand(H1_2Velocity):
     def upper_targets(self) -> np.ndarray:
         """PD targets of all joints (n, j) before the legs are set: the upper body at each env's clip frame."""
         targets = super().upper_targets()
-        targets[:, self.upper] = self.frames[self.clip, self.frame]
+        up, a = self.upper, self.config.motion.amplitude
+        targets[:, up] = self.q0[up] + a * (self.frames[self.clip, self.frame] - self.q0[up])
         return targets
 
     def mirror(self) -> Mirror | None:

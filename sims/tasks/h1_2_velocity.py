@@ -103,6 +103,9 @@ class Legged:
     action_scale: float = 0.25  # rad per unit action
     gait_period_s: float = 0.8
     stance_fraction: float = 0.55  # of the gait period, per leg
+    # a zero command keeps both feet down (False) or the gait clock stepping in place (True, unitree_rl_gym's H1s:
+    # a robot already stepping can catch a push)
+    step_in_place: bool = False
     base_height_target: float = 1.0  # m (standing at the default pose: 1.015)
     feet_swing_height: float = 0.08  # m
     feet_phase_sigma: float = 0.01  # m², kernel width of feet_phase
@@ -607,9 +610,11 @@ class H1_2Velocity(Task):
         return np.sum(state.joint_pos[:, self.legs[HIP_ROLL]] ** 2, axis=1)
 
     def _stance(self, state: RobotState) -> np.ndarray:
-        """(n, 2) bool: the gait clock wants each foot on the ground (always, for a zero command)."""
-        still = np.linalg.norm(self.commands, axis=1) < 0.1
-        return (self.gait_phase(state) < self.config.legged.stance_fraction) | still[:, None]
+        """(n, 2) bool: the gait clock wants each foot on the ground (always, for a zero command, unless
+        ``step_in_place``)."""
+        legged = self.config.legged
+        still = ~legged.step_in_place & (np.linalg.norm(self.commands, axis=1) < 0.1)
+        return (self.gait_phase(state) < legged.stance_fraction) | still[:, None]
 
     def swing_profile(self, state: RobotState) -> np.ndarray:
         """(n, 2) in [0, 1]: 0 in stance, sin² of the swing's progress in swing (1 at mid-swing)."""

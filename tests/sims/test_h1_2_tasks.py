@@ -105,6 +105,9 @@ def test_feet_phase_pays_for_following_the_gait_clock():  # feet_phase: defined,
     feet[:, :, 2] = [[0.08, 0.0], [0.0, 0.0], [0.08, 0.0]]
     state = dataclasses.replace(state, privileged=dataclasses.replace(state.privileged, foot_pos=feet))
     np.testing.assert_allclose(task.reward_feet_phase(state, None), [1.0, np.exp(-0.64), np.exp(-0.64)])
+    # stepping in place: a zero command follows the gait clock too
+    task.config.legged.step_in_place = True
+    np.testing.assert_allclose(task.reward_feet_phase(state, None), [1.0, np.exp(-0.64), 1.0])
 
 
 def test_the_reference_gait_bends_the_swinging_leg_only():  # reference_swing: defined, off by default
@@ -356,6 +359,9 @@ def test_stand_plays_motion_clips_on_the_upper_body():
     np.testing.assert_array_equal(env.task.commands, 0.0)
     # the PD follows the clip: joints near their targets of the last step
     assert np.abs(env.sim.state().joint_pos[:, task.upper] - targets[:, task.upper]).max() < 0.5
+    task.config.motion.amplitude = 0.5  # halfway between the default pose and the clip
+    q0 = task.q0[task.upper]
+    np.testing.assert_allclose(task.upper_targets()[:, task.upper], (q0 + task.frames[task.clip, task.frame]) / 2)
 
 
 def test_stand_refuses_bad_clip_libraries(tmp_path):
