@@ -112,7 +112,7 @@ class AlmiWholeBody(H1_2Stand):
 
     name = "almi"
     config_class = AlmiConfig
-    train_defaults = dict(H1_2Stand.train_defaults, n_envs=256)
+    train_defaults = dict(H1_2Stand.train_defaults, **{"ppo.symmetry": False})
 
     def __init__(self, config: AlmiConfig, robot: RobotSpec, n_envs: int, seed: int = 0):
         super().__init__(config, robot, n_envs, seed)

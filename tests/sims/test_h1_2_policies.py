@@ -32,3 +32,19 @@ def test_a_committed_policy_walks_forward_on_command(run):
     covered = env.sim.state().privileged.base_pos[:, 0] - x0
     assert (covered > 0.5).all(), covered
     env.close()
+
+
+def test_the_committed_stand_policy_stays_up_on_the_spot():
+    """5 s of clips, randomization off: no fall, and within 0.5 m of where it started (it steps in place)."""
+    run = asset_path("h1_2/policies/stand")
+    cfg, _ = load_run(run)
+    cfg.env["randomization"]["enabled"] = False
+    env = build_env(cfg, n_envs=2, seed=0, evaluation=True)
+    policy = load_run_checkpoint(run, expect=env).policy
+    obs, _ = env.reset()
+    xy0 = env.sim.state().privileged.base_pos[:, :2].copy()
+    for _ in range(250):
+        obs, _, terminated, truncated, _ = env.step(policy.act(torch.as_tensor(obs)).numpy())
+        assert not (terminated | truncated).any()
+    assert np.linalg.norm(env.sim.state().privileged.base_pos[:, :2] - xy0, axis=1).max() < 0.5
+    env.close()
