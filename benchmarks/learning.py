@@ -220,6 +220,8 @@ def print_speed(rows: list[dict], raw: float | None) -> None:
             f"ms per 1,000 env steps: {total:.0f} = raw physics {physics:.0f} + rest of the rollout "
             f"{collect - physics:.0f} + PPO update {update:.0f} + other {total - collect - update:.0f}"
         )
+        if collect < physics:
+            print("(the raw rate came out below the rollout's own: something else ran during its measurement)")
 
 
 def print_snapshots(rows: list[dict]) -> None:

@@ -91,3 +91,13 @@ def test_bench_learning_measures_raw_physics_and_judges_tracking():
     assert passes(bar, good, {})
     for key, worse in (("lin_vel_error", 0.3), ("yaw_rate_error", 0.35), ("survival_rate", 0.9)):
         assert not passes(bar, {**good, key: worse}, {})
+
+
+def test_a_raw_rate_measured_under_load_is_flagged(capsys):
+    from embody.benchmarks.learning import print_speed
+
+    row = {"train_s": 10.0, "steps_per_s": 1000.0, "env_steps": 10_000, "collect_s": 6.0, "update_s": 3.0}
+    print_speed([row], raw=2000.0)  # raw physics alone would take 5 s of the rollout's 6: fine
+    assert "something else ran" not in capsys.readouterr().out
+    print_speed([row], raw=1000.0)  # 10 s of raw physics inside a 6 s rollout: the raw measure was disturbed
+    assert "something else ran" in capsys.readouterr().out
