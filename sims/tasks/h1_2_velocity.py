@@ -613,7 +613,7 @@ class H1_2Velocity(Task):
         """(n, 2) bool: the gait clock wants each foot on the ground (always, for a zero command, unless
         ``step_in_place``)."""
         legged = self.config.legged
-        still = ~legged.step_in_place & (np.linalg.norm(self.commands, axis=1) < 0.1)
+        still = (np.linalg.norm(self.commands, axis=1) < 0.1) & (not legged.step_in_place)
         return (self.gait_phase(state) < legged.stance_fraction) | still[:, None]
 
     def swing_profile(self, state: RobotState) -> np.ndarray:

@@ -108,6 +108,7 @@ def test_feet_phase_pays_for_following_the_gait_clock():  # feet_phase: defined,
     # stepping in place: a zero command follows the gait clock too
     task.config.legged.step_in_place = True
     np.testing.assert_allclose(task.reward_feet_phase(state, None), [1.0, np.exp(-0.64), 1.0])
+    assert task._stance(state).dtype == bool
 
 
 def test_the_reference_gait_bends_the_swinging_leg_only():  # reference_swing: defined, off by default
