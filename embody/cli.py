@@ -77,6 +77,10 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", help="run directory (default: runs/TASK-TIMESTAMP)")
     p.add_argument("--resume", metavar="RUN", help="continue a run from its checkpoint")
     p.add_argument("--config", help="YAML file with TrainConfig values")
+    p.add_argument("--workers", type=positive_int, help="PPO rollouts on N Ray workers sharing the envs (scale extra)")
+    p.add_argument(
+        "--ray-address", metavar="HOST:PORT", help="the Ray head to run the workers on (default: this machine)"
+    )
     add_set(p, "the TrainConfig", "ppo.lr=3e-4")
 
 
@@ -105,6 +109,8 @@ def _train(args) -> int:
             steps=args.steps,
             seed=args.seed,
             device=args.device,
+            workers=args.workers,
+            ray_address=args.ray_address,
         )
         out = Path(args.out or f"runs/{cfg.task}-{time.strftime('%Y%m%d-%H%M%S')}")
         if (out / "checkpoint").exists():

@@ -61,6 +61,9 @@ class TrainConfig:
     pixels: int = 0  # > 0: the actor observes rendered images of this size, the last ``frames`` stacked
     frames: int = 3
     pixel_source: str = "render"  # where the images come from (embody.sims.pixels.PIXEL_SOURCES)
+    workers: int = 0  # > 0: PPO rollouts on this many Ray workers sharing n_envs (embody.scale); 0: in this process
+    ray_address: str | None = None  # HOST:PORT of a Ray head; None: a Ray instance on this machine
+    worker_cpus: float = 1.0  # CPUs each worker reserves on the cluster
     env: dict[str, Any] = field(default_factory=dict)  # the task's config (TaskConfig subclass)
     policy: ActorCriticConfig = field(default_factory=ActorCriticConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
@@ -111,8 +114,15 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, teacher=None) -> di
         from embody.train_shac import train_shac
 
         return train_shac(cfg, out, resume)
-    env = build_env(cfg)  # first: a bad config (or init_from) leaves no run directory behind
+    if cfg.workers and cfg.algo != "ppo":
+        raise ConfigError(f"--workers: rollout workers train with --algo ppo (not {cfg.algo} yet)")
+    # first: a bad config (or init_from) leaves no run directory behind; with workers the envs live there
+    env = build_env(cfg, n_envs=1 if cfg.workers else None)
     init = load_run_checkpoint(cfg.init_from, expect=env, device=cfg.device) if cfg.init_from and not resume else None
+    if cfg.workers:  # an unreachable cluster, or one too small, before anything is written
+        from embody.scale import connect
+
+        connect(cfg.ray_address, cfg.workers, cfg.worker_cpus)
     start_run(out, cfg)
     spec = policy_spec(env)
     if resume:
@@ -124,7 +134,12 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, teacher=None) -> di
         net = replace(cfg.policy, pixels=list(env.pixel_shape)) if cfg.pixels else cfg.policy
         policy = ActorCritic(env.observation_size, env.action_size, env.privileged_size, net)
     threads = cfg.update_threads or os.cpu_count() or 1
-    ppo = PPO(env, policy, cfg.ppo, cfg.device, update_threads=threads, mirror=env.task.mirror())
+    workers = None
+    if cfg.workers:
+        from embody.scale import RolloutWorkers
+
+        workers = RolloutWorkers(cfg, policy.init_kwargs(), cfg.workers, cfg.ray_address, cfg.worker_cpus)
+    ppo = PPO(env, policy, cfg.ppo, cfg.device, update_threads=threads, mirror=env.task.mirror(), workers=workers)
     if resume:
         if ckpt.optimizer_state:
             ppo.optimizer.load_state_dict(ckpt.optimizer_state)
@@ -150,7 +165,8 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, teacher=None) -> di
 
     def on_iteration(m: dict) -> bool:
         m["time_s"] += time_offset
-        m.update({f"curriculum/{k}": v for k, v in env.task.curriculum_levels().items()})
+        levels = ppo.rollout.curriculum if ppo.rollout else env.task.curriculum_levels()
+        m.update({f"curriculum/{k}": v for k, v in levels.items()})
         last.update(m)
         log.append(m)
         progress.update(m["env_steps"], ret=m["episode_return"], lr=m["lr"])
@@ -160,13 +176,24 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, teacher=None) -> di
             save(m, snapshot_name(snapshots.pop(0)))
         return cfg.max_time_s > 0 and m["time_s"] >= cfg.max_time_s
 
-    ppo.learn(cfg.steps, on_iteration)
+    try:
+        ppo.learn(cfg.steps, on_iteration)
+    except Exception:
+        if last:  # a worker raised (or the learner): keep what was learned
+            save(last)
+        raise
+    finally:
+        if workers is not None:
+            workers.close()
     progress.close(ret=last.get("episode_return", float("nan")))
     save(last)
     rows = log.rows()
     plot_learning_curve(out, rows, env.task.max_episode_return)
     env.close()
-    return finish_run(out, cfg)
+    summary = finish_run(out, cfg)
+    if workers is not None and workers.lost:
+        summary["lost_workers"] = workers.lost
+    return summary
 
 
 def snapshot_name(seconds: float) -> str:

@@ -21,6 +21,7 @@ import torch
 from .actor_critic import ActorCritic
 
 if TYPE_CHECKING:
+    from embody.scale import Rollout, RolloutWorkers
     from embody.sims.task import Mirror
 
 
@@ -66,6 +67,14 @@ class RolloutBuffer:
             gae = delta + gamma * lam * not_done * gae
             self.advantages[t] = gae
         self.returns = self.advantages + self.values
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], device: torch.device) -> RolloutBuffer:
+        """A filled buffer from (T, n, ...) arrays, one per attribute (a rollout gathered from workers)."""
+        buf = cls.__new__(cls)
+        for k, v in arrays.items():
+            setattr(buf, k, torch.as_tensor(v, device=device))
+        return buf
 
     def flat(self) -> dict[str, torch.Tensor]:
         """The tensors an update draws minibatches from, each flattened to (T * n, ...): ``obs``,
@@ -119,8 +128,11 @@ class PPO:
         device: str = "cpu",
         update_threads: int = 0,
         mirror: Mirror | None = None,
+        workers: RolloutWorkers | None = None,
     ):
         self.env, self.policy, self.config = env, policy.to(device), config
+        self.workers = workers  # rollouts from Ray workers (embody.scale) instead of ``env``
+        self.rollout: Rollout | None = None  # the last one the workers returned
         self._obs_dtype = torch.uint8 if policy.encoder is not None else torch.float32
         if config.symmetry and mirror is None:
             raise ValueError("ppo.symmetry needs a task with a mirror symmetry (Task.mirror() returned None)")
@@ -179,6 +191,22 @@ class PPO:
         self.reward_terms = terms
         self.env_steps += cfg.n_steps * env.n_envs
         buf.compute_gae(pol.value(self._critic_obs), cfg.gamma, cfg.lam)
+
+    @torch.no_grad()
+    def collect_remote(self, episode_returns: list[float], episode_lengths: list[int]) -> RolloutBuffer:
+        """One rollout from the workers with the current weights (GAE computed there), folded into the normalizers
+        as ``collect`` folds each step."""
+        r = self.rollout = self.workers.collect(self.policy)
+        buf = RolloutBuffer.from_arrays(r.arrays, self.device)
+        obs, critic_obs = buf.obs.flatten(0, 1), buf.critic_obs.flatten(0, 1)
+        self.policy.update_normalizers(obs, critic_obs)
+        if self.mirror is not None:
+            self.policy.update_normalizers(self.mirror.obs(obs), self.mirror.critic(critic_obs))
+        episode_returns.extend(r.returns)
+        episode_lengths.extend(r.lengths)
+        self.reward_terms = r.reward_terms
+        self.env_steps += buf.rewards.numel()
+        return buf
 
     def update(self, buf: RolloutBuffer, progress: float) -> dict[str, float]:
         """``epochs`` × ``minibatches`` clipped-surrogate steps on ``buf``; ``progress`` in [0, 1] drives the
@@ -240,14 +268,18 @@ class PPO:
     def learn(self, total_steps: int, on_iteration: Callable[[dict], bool | None] | None = None) -> None:
         """Train until ``env_steps >= total_steps``. ``on_iteration(metrics)`` may return True to stop."""
         env, cfg = self.env, self.config
-        buf = RolloutBuffer(
-            cfg.n_steps,
-            env.n_envs,
-            env.observation_size,
-            self.policy.critic_size,
-            env.action_size,
-            self.device,
-            self._obs_dtype,
+        buf = (
+            None
+            if self.workers is not None
+            else RolloutBuffer(
+                cfg.n_steps,
+                env.n_envs,
+                env.observation_size,
+                self.policy.critic_size,
+                env.action_size,
+                self.device,
+                self._obs_dtype,
+            )
         )
         recent: list[float] = []
         recent_lengths: list[int] = []
@@ -257,7 +289,10 @@ class PPO:
             returns: list[float] = []
             lengths: list[int] = []
             t0 = time.perf_counter()
-            self.collect(buf, returns, lengths)
+            if self.workers is not None:
+                buf = self.collect_remote(returns, lengths)
+            else:
+                self.collect(buf, returns, lengths)
             t1 = time.perf_counter()
             stats = self._update_threaded(buf, self.env_steps / total_steps)
             collect_s, update_s = collect_s + t1 - t0, update_s + time.perf_counter() - t1
@@ -280,5 +315,7 @@ class PPO:
                 **stats,
                 **{f"reward/{k}": v for k, v in self.reward_terms.items()},
             }
+            if self.rollout is not None:
+                metrics.update(workers=len(self.workers.workers), nodes=len(self.rollout.nodes))
             if on_iteration is not None and on_iteration(metrics):
                 break

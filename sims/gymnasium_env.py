@@ -14,6 +14,7 @@ Shapes: ``n`` envs, ``o`` flat observation size, ``a`` action size.
 from __future__ import annotations
 
 import difflib
+import importlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -51,6 +52,13 @@ def _load_registries(env_id: str):
 
 
 def _check_id(gym, env_id: str) -> None:
+    """``ID`` or Gymnasium's ``module:ID`` (the module registers ID when imported: a user's own environments)."""
+    module, _, env_id = env_id.rpartition(":")
+    if module:
+        try:
+            importlib.import_module(module)
+        except ImportError as e:
+            raise GymnasiumError(f"Gymnasium id {module}:{env_id}: cannot import {module!r} ({e})") from e
     if env_id not in gym.registry:
         close = difflib.get_close_matches(env_id, list(gym.registry), n=5, cutoff=0.5)
         hint = f"; close matches: {', '.join(close)}" if close else ""

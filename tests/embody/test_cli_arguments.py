@@ -4,6 +4,7 @@ range, bad numbers and missing input files end in one line and exit code 2, neve
 from __future__ import annotations
 
 import argparse
+import socket
 
 import pytest
 
@@ -181,6 +182,16 @@ def test_the_cases_a_new_user_tried(tmp_path, capsys):
     assert main(["train", "cartpole-swingup", "--envs", "0"]) == 2
     assert main(["train", "cartpole-swingup", "--steps", "-5", "--out", str(tmp_path / "run")]) == 2
     assert not (tmp_path / "run").exists()
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{s.getsockname()[1]}"
+    capsys.readouterr()
+    assert (
+        main(["train", "cartpole-swingup", "--workers", "2", "--ray-address", address, "--out", str(tmp_path / "run")])
+        == 2
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"no Ray head reachable at {address}" in err[0] and not (tmp_path / "run").exists()
     assert main(["record", "h1_2-stand", "--episodes", "0", "--out", str(tmp_path / "ds")]) == 2
     assert not (tmp_path / "ds").exists()
     capsys.readouterr()

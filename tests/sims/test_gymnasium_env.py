@@ -41,6 +41,8 @@ def test_goal_dicts_lay_out_observation_then_goals_and_report_success():
 def test_unusable_ids_and_spaces_are_one_clear_error():
     with pytest.raises(GymnasiumError, match="unknown Gymnasium id 'Pendulm-v1'; close matches: Pendulum-v1"):
         GymnasiumEnv("Pendulm-v1")
+    with pytest.raises(GymnasiumError, match="no_such_package:Env-v0: cannot import 'no_such_package'"):
+        GymnasiumEnv("no_such_package:Env-v0")  # Gymnasium's module:ID, for a user's own environments
     with pytest.raises(UnsupportedSpace, match="CartPole-v1: action space Discrete"):
         GymnasiumEnv("CartPole-v1")
     with pytest.raises(UnsupportedSpace, match="images and discrete observations"):
