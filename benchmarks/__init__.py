@@ -19,6 +19,7 @@ BENCHMARKS = {
     "offline": "embody.benchmarks.offline",
     "planning": "embody.benchmarks.planning",
     "sac": "embody.benchmarks.sac",
+    "scale": "embody.benchmarks.scale",
     "sims": "embody.benchmarks.sims",
     "tasks": "embody.benchmarks.tasks",
 }

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,7 +35,8 @@ class WorkerError(RuntimeError):
 @dataclass
 class Rollout:
     """One iteration's merged rollout: ``arrays`` (T, n, ...) per BUFFER_FIELDS, the finished episodes' returns and
-    lengths, the mean reward terms and curriculum levels over the workers, and where it ran."""
+    lengths, the mean reward terms and curriculum levels over the workers, where it ran, and the slowest worker's own
+    rollout time [s] (the learner's wait beyond it is the Ray path's overhead)."""
 
     arrays: dict[str, np.ndarray]
     returns: list[float] = field(default_factory=list)
@@ -42,6 +44,7 @@ class Rollout:
     reward_terms: dict[str, float] = field(default_factory=dict)
     curriculum: dict[str, float] = field(default_factory=dict)
     nodes: set[str] = field(default_factory=set)
+    worker_s: float = 0.0
 
 
 def split_envs(n_envs: int, workers: int) -> list[int]:
@@ -118,8 +121,10 @@ class RolloutWorker:
         self.ppo.policy.load_state_dict({k: torch.tensor(v) for k, v in weights.items()})
         returns: list[float] = []
         lengths: list[int] = []
+        start = time.perf_counter()
         self.ppo.collect(self.buf, returns, lengths)
         return {
+            "seconds": time.perf_counter() - start,
             "arrays": {k: getattr(self.buf, k).numpy().copy() for k in BUFFER_FIELDS},
             "returns": returns,
             "lengths": lengths,
@@ -210,4 +215,5 @@ def _merge(parts: list[dict]) -> Rollout:
         mean("reward_terms"),
         mean("curriculum"),
         {p["node"] for p in parts},
+        max(p["seconds"] for p in parts),
     )

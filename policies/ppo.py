@@ -316,6 +316,9 @@ class PPO:
                 **{f"reward/{k}": v for k, v in self.reward_terms.items()},
             }
             if self.rollout is not None:
-                metrics.update(workers=len(self.workers.workers), nodes=len(self.rollout.nodes))
+                r = self.rollout
+                metrics.update(
+                    {"workers": len(self.workers.workers), "nodes": len(r.nodes), "time/worker_s": r.worker_s}
+                )
             if on_iteration is not None and on_iteration(metrics):
                 break
