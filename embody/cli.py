@@ -586,6 +586,12 @@ def main(argv: list[str] | None = None) -> int:
         return e.code if isinstance(e.code, int) else exits.INPUT
     cmd = args.embody_command
     try:
+        if args.jobs_ray_address:
+            from embody import jobs
+            from embody.scale import check_address
+
+            check_address(args.jobs_ray_address)
+            jobs.use_backend("ray", address=args.jobs_ray_address)
         return cmd.run(args)
     except Exception as e:
         code = exits.exit_code_of(e)

@@ -67,6 +67,12 @@ def command(name: str, help: str, arguments: Arguments | None = None, provider: 
 def build_parser(prog: str = "embody", description: str | None = None) -> argparse.ArgumentParser:
     """One argparse parser over every registered command; each leaf sets ``args.embody_command`` to its Command."""
     root = argparse.ArgumentParser(prog=prog, description=description)
+    root.add_argument(
+        "--ray-address",
+        dest="jobs_ray_address",  # not train's own --ray-address (a subcommand's default would overwrite it)
+        metavar="HOST:PORT",
+        help="run the jobs of studies and sweeps on this Ray cluster (the scale extra; docs/cluster.md)",
+    )
     subparsers = {"": root.add_subparsers(dest="_command", required=True, metavar="COMMAND")}
     for name in sorted(COMMANDS, key=lambda n: (n.count(" "), n)):  # groups before their subcommands
         cmd = COMMANDS[name]

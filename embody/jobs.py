@@ -151,6 +151,17 @@ class LocalBackend:
 
 BACKENDS: Registry[type] = Registry("job backend")
 BACKENDS.register("local", "embody.jobs:LocalBackend")
+BACKENDS.register("ray", "embody.scale:RayBackend")  # a Ray cluster (the scale extra); Ray imported on use
+
+_default_backend: tuple[str, dict] = ("local", {})
+
+
+def use_backend(name: str, **options) -> None:
+    """Make ``BACKENDS[name](workers=..., **options)`` the backend of every later ``run_jobs`` call that names none:
+    ``embody --ray-address ADDR STUDY ...`` runs any study's jobs on a Ray cluster this way."""
+    BACKENDS.get(name)  # an unknown name fails here, listing the valid ones
+    global _default_backend
+    _default_backend = (name, options)
 
 
 def run_jobs(
@@ -168,7 +179,8 @@ def run_jobs(
     ``workers``; ``metrics(result)``: what the progress line shows of the last finished job."""
     _check_unique(jobs)
     if backend is None:
-        backend = LocalBackend(workers)
+        name, options = _default_backend
+        backend = BACKENDS.get(name)(workers=workers, **options)
     elif isinstance(backend, str):
         backend = BACKENDS.get(backend)(workers=workers)
     results = {job.name: store.results[job.name] for job in jobs if job.name in store}

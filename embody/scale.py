@@ -217,3 +217,39 @@ def _merge(parts: list[dict]) -> Rollout:
         {p["node"] for p in parts},
         max(p["seconds"] for p in parts),
     )
+
+
+@dataclass
+class RayBackend:
+    """The job runner's backend on a Ray cluster (``address``; None: a Ray instance on this machine): one Ray task
+    per job with ``cpus`` CPUs, as many at once as the cluster holds (``workers`` is the local backend's knob and
+    is ignored). A job whose node dies is retried on another (Ray's ``max_retries``); a job that raises re-raises
+    its own exception here and cancels the rest. ``fn`` travels by reference: the workers need the same code."""
+
+    workers: int = 1
+    address: str | None = None
+    cpus: float = 1.0
+
+    def run(self, fn, jobs):
+        """``fn(job.params)`` for every job on the cluster; yields (job, result) as each completes."""
+        if not jobs:
+            return
+        ray = connect(self.address, 1, self.cpus)
+        call = ray.remote(num_cpus=self.cpus, max_retries=3)(_call)
+        refs = {call.remote(fn, job.params): job for job in jobs}
+        pending = list(refs)
+        try:
+            while pending:
+                (ref,), pending = ray.wait(pending, num_returns=1)
+                try:
+                    result = ray.get(ref)
+                except ray.exceptions.RayTaskError as e:
+                    raise e.as_instanceof_cause() from None  # the job's own error, with its remote traceback
+                yield refs[ref], result
+        finally:
+            for ref in pending:
+                ray.cancel(ref, force=True)
+
+
+def _call(fn, params: dict):
+    return fn(params)

@@ -192,6 +192,8 @@ def test_the_cases_a_new_user_tried(tmp_path, capsys):
     )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"no Ray head reachable at {address}" in err[0] and not (tmp_path / "run").exists()
+    assert main(["--ray-address", address, "list"]) == 2  # studies' jobs on a cluster: checked before the command
+    assert f"no Ray head reachable at {address}" in capsys.readouterr().err
     assert main(["record", "h1_2-stand", "--episodes", "0", "--out", str(tmp_path / "ds")]) == 2
     assert not (tmp_path / "ds").exists()
     capsys.readouterr()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from embody.config import ConfigError
 from embody.policies.actor_critic import ActorCritic
@@ -189,6 +190,40 @@ def test_a_worker_that_raises_stops_the_run_with_its_traceback_and_a_checkpoint(
     assert proc.returncode == 1, err[-3000:]
     assert "rollout worker 0 raised" in err and "RuntimeError: the injected rollout failure" in err
     assert (tmp_path / "run" / "checkpoint").is_dir()  # the iterations before the failure are kept
+
+
+def tiny_training_job(params: dict) -> dict:
+    """A job: 3 PPO iterations of cart-pole from ``params["seed"]``; its last metrics and a checksum of the weights."""
+    cfg = resolve_config("cartpole-swingup", overrides=["n_envs=4", "ppo.n_steps=8"], seed=params["seed"])
+    torch.manual_seed(cfg.seed)
+    torch.set_num_threads(1)
+    env = build_env(cfg)
+    policy = ActorCritic(env.observation_size, env.action_size, env.privileged_size, cfg.policy)
+    rows = []
+    PPO(env, policy, cfg.ppo, update_threads=1).learn(3 * 8 * 4, rows.append)
+    keep = ("env_steps", "policy_loss", "value_loss", "kl", "lr")
+    return {**{k: rows[-1][k] for k in keep}, "weights": float(sum(p.double().sum() for p in policy.parameters()))}
+
+
+@pytest.mark.slow
+def test_jobs_on_the_cluster_give_the_local_results(cluster, tmp_path):
+    from embody.jobs import JobStore, grid, run_jobs
+
+    quiet = lambda *_: None  # noqa: E731
+    local = run_jobs(tiny_training_job, grid({}, [0, 1]), JobStore(tmp_path / "local", {}), log=quiet)
+    # the driver in its own process, as `embody --ray-address ADDR STUDY` runs one (Ray reads the token at import)
+    code = (
+        "import json, sys; from embody.jobs import JobStore, grid, run_jobs; from embody.scale import RayBackend; "
+        "from test_scale import tiny_training_job; "
+        f"r = run_jobs(tiny_training_job, grid({{}}, [0, 1]), JobStore(sys.argv[1], {{}}), "
+        f"RayBackend(address={cluster.address!r}), log=lambda *_: None); print(json.dumps(r))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "ray")], env=cluster.env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    remote = json.loads(out.stdout.splitlines()[-1])
+    assert remote == local and local["seed0"] != local["seed1"]
 
 
 @pytest.mark.slow
