@@ -121,6 +121,45 @@ def _train(args) -> int:
     return exits.OK
 
 
+def _sweep_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("task", help="task name (see `embody list`)")
+    p.add_argument(
+        "--set-grid",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2",
+        required=True,
+        help="a TrainConfig key and its values (repeat for a grid), e.g. ppo.lr=1e-3,3e-4",
+    )
+    p.add_argument("--seeds", type=positive_int, default=1, help="seeds 0..N-1 per grid point")
+    p.add_argument("--sim", help="simulator (default: mujoco)")
+    p.add_argument("--envs", type=positive_int, help="number of parallel envs per run")
+    p.add_argument("--steps", type=positive_int, help="total env steps per run")
+    p.add_argument("--out", help="sweep directory (default: runs/sweep-TASK-TIMESTAMP); rerun to resume")
+    p.add_argument(
+        "--ray-address", metavar="HOST:PORT", help="the Ray head to run the trials on (default: this machine)"
+    )
+    p.add_argument("--cpus-per-trial", type=positive_float, default=1.0, help="CPUs each run reserves (default 1)")
+    add_set(p, "the TrainConfig of every run", "env.randomization.enabled=false")
+
+
+@command(
+    "sweep", "a grid of training runs × seeds on Ray Tune, resumable; a table and plot at the end", _sweep_arguments
+)
+def _sweep(args) -> int:
+    from embody.sweep import SweepSpec, parse_grid, run_sweep
+
+    flags = {k: v for k, v in {"sim": args.sim, "n_envs": args.envs, "steps": args.steps}.items() if v is not None}
+    spec = SweepSpec(
+        args.task, parse_grid(args.set_grid), list(range(args.seeds)), args.set, flags, args.cpus_per_trial
+    )
+    out = Path(args.out or f"runs/sweep-{args.task}-{time.strftime('%Y%m%d-%H%M%S')}")
+    run_sweep(spec, out, args.ray_address or args.jobs_ray_address)
+    print((out / "sweep.md").read_text())
+    print(f"sweep written to {out} (sweep.md, sweep.json, sweep.png; runs/ holds every run)")
+    return exits.OK
+
+
 def _distill_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("task", help="task with a scripted expert (peg-insert)")
     p.add_argument("--scale", choices=["tiny", "paper"], default="tiny", help="tiny: < 3 min on 2 cores")

@@ -80,6 +80,7 @@ NO_INPUT_FILES = {
     "blindfolded collect",
     "blindfolded eval",
     "blindfolded study",
+    "sweep",
 }  # (validate reports a missing folder as a problem, exit 1)
 BAD = {
     "an integer >= 1": ["0", "-5", "1.5", "x"],

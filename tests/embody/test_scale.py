@@ -3,6 +3,7 @@
 
 import json
 import os
+import re
 import secrets
 import signal
 import socket
@@ -224,6 +225,28 @@ def test_jobs_on_the_cluster_give_the_local_results(cluster, tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     remote = json.loads(out.stdout.splitlines()[-1])
     assert remote == local and local["seed0"] != local["seed1"]
+
+
+@pytest.mark.slow
+def test_a_sweep_resumes_after_its_driver_is_killed(cluster, tmp_path):
+    out = tmp_path / "sweep"
+    cmd = [sys.executable, "-m", "embody.cli", "sweep", "cartpole-swingup", "--set-grid", "ppo.lr=1e-3,3e-4,1e-4"]
+    cmd += ["--steps", "256", "--envs", "8", "--ray-address", cluster.address, "--out", str(out), *TINY]
+    driver = subprocess.Popen(cmd, env=cluster.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 150
+    while time.monotonic() < deadline and not list(out.glob("runs/*/eval.json")) and driver.poll() is None:
+        time.sleep(0.2)
+    assert driver.poll() is None, driver.communicate()[1][-3000:]
+    driver.kill()  # SIGKILL: no cleanup; its trials die with it
+    driver.wait()
+    again = subprocess.run(cmd, env=cluster.env, capture_output=True, text=True, timeout=240)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert re.search(r"resuming the sweep in .*: [123] of 3 runs evaluated", again.stderr)
+    report = json.loads((out / "sweep.json").read_text())
+    assert sorted(r["point"]["ppo.lr"] for r in report["trials"]) == ["1e-3", "1e-4", "3e-4"]
+    assert len(report["table"]) == 3 and (out / "sweep.png").stat().st_size > 0
+    assert all((Path(r["run"]) / "eval.json").exists() for r in report["trials"])
+    assert "| ppo.lr=1e-3 | 1 |" in again.stdout
 
 
 @pytest.mark.slow
