@@ -1,10 +1,11 @@
-"""Ray rollout workers: ``embody train TASK --workers N [--ray-address ADDR]``.
+"""Ray rollout workers: ``embody train TASK --workers N [--ray-address ADDR]`` (PPO and SAC); the job runner's Ray
+backend.
 
 Each worker (a Ray actor, ``worker_cpus`` CPUs) holds its own simulator with a slice of the run's ``n_envs`` and the
-algorithm's own collector: PPO's ``collect`` (T steps with the current weights, GAE included). Per iteration the
-learner puts its weights in Ray's object store once, every worker rolls out with them, and the learner concatenates
-the returned (T, n_i, ...) arrays along the env axis, so the update sees the same batch as a single-process run with
-``n_envs`` envs. A worker whose process or node dies is dropped and reported (training continues on the others); a
+algorithm's collector: PPO's ``collect`` (T steps with the current weights, GAE included), or SAC's vector steps.
+Per round the learner puts its weights in Ray's object store once, every worker collects with them, and the learner
+concatenates the returned (T, n_i, ...) arrays along the env axis, so it sees the same batch as a single-process run
+with ``n_envs`` envs. A worker whose process or node dies is dropped and reported (training continues on the others); a
 worker whose code raises stops the run with its traceback. Ray is imported only here, only with ``--workers``.
 """
 
@@ -23,7 +24,8 @@ from embody import exits
 from embody.config import ConfigError
 from embody.extras import require
 
-BUFFER_FIELDS = ("obs", "critic_obs", "actions", "logp", "values", "rewards", "dones", "returns", "advantages")
+BUFFER_FIELDS = ("obs", "critic_obs", "actions", "logp", "values", "rewards", "dones", "returns", "advantages")  # PPO
+SAC_FIELDS = ("obs", "actions", "rewards", "next_obs", "terminal", "done")
 
 
 class WorkerError(RuntimeError):
@@ -88,13 +90,12 @@ def connect(address: str | None, workers: int, worker_cpus: float):
 
 
 class RolloutWorker:
-    """Holds an env of ``n_envs`` envs built from the run's config and a copy of its policy; ``collect`` rolls out
-    one PPO iteration with the given weights. Plain Python: Ray wraps it as an actor (and tests call it directly)."""
+    """Holds an env of ``n_envs`` envs built from the run's config, a copy of its policy and the algorithm's
+    collector (``PPOCollector``, ``SACCollector``); ``collect(weights, **kwargs)`` loads the learner's weights and
+    runs the collector. Plain Python: Ray wraps it as an actor (and tests call it directly)."""
 
     def __init__(self, cfg: dict, policy_kwargs: dict, index: int, n_envs: int):
         from embody.config import from_dict
-        from embody.policies.actor_critic import ActorCritic
-        from embody.policies.ppo import PPO, RolloutBuffer
         from embody.runs import build_env
         from embody.train import TrainConfig
 
@@ -103,32 +104,18 @@ class RolloutWorker:
         seed = config.seed + 10_007 * (index + 1)  # distinct episodes on every worker, reproducible per worker
         torch.manual_seed(seed)
         self.env = build_env(config, n_envs=n_envs, seed=seed)
-        policy = ActorCritic.from_kwargs(policy_kwargs)
-        self.ppo = PPO(self.env, policy, config.ppo, mirror=self.env.task.mirror() if config.ppo.symmetry else None)
-        self.buf = RolloutBuffer(
-            config.ppo.n_steps,
-            n_envs,
-            self.env.observation_size,
-            policy.critic_size,
-            self.env.action_size,
-            torch.device("cpu"),
-            self.ppo._obs_dtype,
-        )
+        make = SACCollector if config.algo == "sac" else PPOCollector
+        self.collector = make(self.env, policy_kwargs, config, seed)
 
-    def collect(self, weights: dict[str, np.ndarray]) -> dict:
-        """One rollout with ``weights`` (the learner's state dict as numpy): the buffer's arrays, the finished
-        episodes, reward terms, curriculum levels and this worker's node."""
-        self.ppo.policy.load_state_dict({k: torch.tensor(v) for k, v in weights.items()})
-        returns: list[float] = []
-        lengths: list[int] = []
+    def collect(self, weights: dict[str, np.ndarray], **kwargs) -> dict:
+        """The collector's arrays and finished episodes with ``weights`` (the learner's state dict as numpy), plus
+        reward terms, curriculum levels, this worker's node and its own time [s]."""
+        self.collector.policy.load_state_dict({k: torch.tensor(v) for k, v in weights.items()})
         start = time.perf_counter()
-        self.ppo.collect(self.buf, returns, lengths)
+        part = self.collector(**kwargs)
         return {
+            **part,
             "seconds": time.perf_counter() - start,
-            "arrays": {k: getattr(self.buf, k).numpy().copy() for k in BUFFER_FIELDS},
-            "returns": returns,
-            "lengths": lengths,
-            "reward_terms": dict(self.ppo.reward_terms),
             "curriculum": dict(self.env.task.curriculum_levels()),
             "node": _node_id(),
         }
@@ -139,6 +126,63 @@ class RolloutWorker:
 
     def close(self) -> None:
         self.env.close()
+
+
+class PPOCollector:
+    """One PPO iteration (``ppo.n_steps`` steps of every env, GAE included) per call: BUFFER_FIELDS as (T, n, ...)."""
+
+    def __init__(self, env, policy_kwargs: dict, config, seed: int):
+        from embody.policies.actor_critic import ActorCritic
+        from embody.policies.ppo import PPO, RolloutBuffer
+
+        self.policy = ActorCritic.from_kwargs(policy_kwargs)
+        self.ppo = PPO(env, self.policy, config.ppo, mirror=env.task.mirror() if config.ppo.symmetry else None)
+        sizes = (env.observation_size, self.policy.critic_size, env.action_size)
+        self.buf = RolloutBuffer(config.ppo.n_steps, env.n_envs, *sizes, torch.device("cpu"), self.ppo._obs_dtype)
+
+    def __call__(self) -> dict:
+        returns: list[float] = []
+        lengths: list[int] = []
+        self.ppo.collect(self.buf, returns, lengths)
+        arrays = {k: getattr(self.buf, k).numpy().copy() for k in BUFFER_FIELDS}
+        return {"arrays": arrays, "returns": returns, "lengths": lengths, "reward_terms": dict(self.ppo.reward_terms)}
+
+
+class SACCollector:
+    """``steps`` vector steps with the policy's sampled actions (``random``: uniform ones, before learning starts)
+    per call: SAC_FIELDS as (steps, n, ...), ``next_obs`` the final observation where an episode ended."""
+
+    def __init__(self, env, policy_kwargs: dict, config, seed: int):
+        from embody.policies.sac import SACPolicy
+
+        self.env, self.policy = env, SACPolicy.from_kwargs(policy_kwargs)
+        self.rng = np.random.default_rng(seed)
+        self.obs = None
+
+    @torch.no_grad()
+    def __call__(self, steps: int, random: bool) -> dict:
+        if self.obs is None:
+            self.obs = self.env.reset()[0]
+        rows: dict[str, list] = {k: [] for k in SAC_FIELDS}
+        returns: list[float] = []
+        for _ in range(steps):
+            if random:
+                action = self.rng.uniform(-1, 1, (len(self.obs), self.policy.action_size)).astype(np.float32)
+            else:
+                action = self.policy.act(torch.as_tensor(self.obs, dtype=torch.float32), deterministic=False).numpy()
+            next_obs, reward, terminated, truncated, info = self.env.step(action)
+            done = terminated | truncated
+            final = np.where(done[:, None], info.final_obs, next_obs)
+            for k, v in zip(SAC_FIELDS, (self.obs, action, reward, final, terminated, done)):
+                rows[k].append(v)
+            returns.extend(info.episode_return.tolist())
+            self.obs = next_obs
+        return {
+            "arrays": {k: np.stack(v) for k, v in rows.items()},
+            "returns": returns,
+            "lengths": [],
+            "reward_terms": {},
+        }
 
 
 def _node_id() -> str:
@@ -171,11 +215,12 @@ class RolloutWorkers:
     def n_envs(self) -> int:
         return sum(self.sizes[i] for i in self.workers)
 
-    def collect(self, policy: torch.nn.Module) -> Rollout:
-        """Every live worker rolls out once with ``policy``'s weights; workers that died are dropped and reported."""
+    def collect(self, policy: torch.nn.Module, **kwargs) -> Rollout:
+        """Every live worker runs its collector once (``kwargs``: SAC's ``steps`` and ``random``) with ``policy``'s
+        weights; workers that died are dropped and reported."""
         ray = self.ray
         weights = ray.put({k: v.detach().cpu().numpy() for k, v in policy.state_dict().items()})
-        pending = {i: w.collect.remote(weights) for i, w in self.workers.items()}
+        pending = {i: w.collect.remote(weights, **kwargs) for i, w in self.workers.items()}
         parts = []
         for i, ref in pending.items():
             try:
@@ -202,7 +247,7 @@ class RolloutWorkers:
 
 
 def _merge(parts: list[dict]) -> Rollout:
-    arrays = {k: np.concatenate([p["arrays"][k] for p in parts], axis=1) for k in BUFFER_FIELDS}
+    arrays = {k: np.concatenate([p["arrays"][k] for p in parts], axis=1) for k in parts[0]["arrays"]}
     weights = np.array([p["arrays"]["rewards"].shape[1] for p in parts], dtype=np.float64)
     weights /= weights.sum()
     mean = lambda key: {  # noqa: E731  (env-weighted mean over the workers)

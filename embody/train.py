@@ -106,6 +106,8 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, teacher=None) -> di
         raise ConfigError(f"unknown algo {cfg.algo!r}; valid: {', '.join(ALGOS)}")
     if (teacher or cfg.preference.teacher != "none") and (cfg.algo != "sac" or cfg.pixels or cfg.sac.her != "none"):
         raise ConfigError("preference: a learned reward trains with --algo sac on state observations, without HER")
+    if cfg.workers and cfg.algo == "shac":
+        raise ConfigError("--workers: SHAC differentiates through one simulator; workers collect for ppo and sac")
     if cfg.algo == "sac":
         from embody.train_sac import train_sac
 
@@ -114,8 +116,6 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, teacher=None) -> di
         from embody.train_shac import train_shac
 
         return train_shac(cfg, out, resume)
-    if cfg.workers and cfg.algo != "ppo":
-        raise ConfigError(f"--workers: rollout workers train with --algo ppo (not {cfg.algo} yet)")
     # first: a bad config (or init_from) leaves no run directory behind; with workers the envs live there
     env = build_env(cfg, n_envs=1 if cfg.workers else None)
     init = load_run_checkpoint(cfg.init_from, expect=env, device=cfg.device) if cfg.init_from and not resume else None

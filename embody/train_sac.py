@@ -34,7 +34,13 @@ def train_sac(cfg, out: Path, resume: bool = False, teacher: Teacher | None = No
     ``teacher`` answers preference queries (else ``preference.teacher`` names one)."""
     from embody.train import finish_run
 
-    env = build_env(cfg)
+    if cfg.workers and (cfg.sac.her != "none" or teacher is not None or cfg.preference.teacher != "none"):
+        raise ConfigError("--workers: SAC collects on workers without HER or a preference-learned reward (not yet)")
+    env = build_env(cfg, n_envs=1 if cfg.workers else None)  # with workers the envs live there
+    if cfg.workers:
+        from embody.scale import connect
+
+        connect(cfg.ray_address, cfg.workers, cfg.worker_cpus)  # an unreachable or small cluster: nothing written
     start_run(out, cfg)
     spec = policy_spec(env)
     ckpt = load_run_checkpoint(out, expect=env, device=cfg.device) if resume else None
@@ -53,7 +59,12 @@ def train_sac(cfg, out: Path, resume: bool = False, teacher: Teacher | None = No
     )
     if not isinstance(policy, SACPolicy):
         raise ValueError(f"{out}: its checkpoint holds a {type(policy).__name__}, not a SACPolicy (algo {cfg.algo})")
-    sac = SAC(env, policy, cfg.sac, cfg.device, cfg.seed)
+    workers = None
+    if cfg.workers:
+        from embody.scale import RolloutWorkers
+
+        workers = RolloutWorkers(cfg, policy.init_kwargs(), cfg.workers, cfg.ray_address, cfg.worker_cpus)
+    sac = SAC(env, policy, cfg.sac, cfg.device, cfg.seed, workers)
     time_offset = 0.0
     if ckpt:
         sac.optimizer.load_state_dict(ckpt.optimizer_state)
@@ -84,13 +95,24 @@ def train_sac(cfg, out: Path, resume: bool = False, teacher: Teacher | None = No
             save(row["time_s"])
         return cfg.max_time_s > 0 and row["time_s"] >= cfg.max_time_s
 
-    sac.learn(cfg.steps, on_log)
+    try:
+        sac.learn(cfg.steps, on_log)
+    except Exception:
+        if logged:  # a worker raised (or the learner): keep what was learned
+            save(logged[-1]["time_s"])
+        raise
+    finally:
+        if workers is not None:
+            workers.close()
     last = logged[-1] if logged else {}
     progress.close(ret=last.get("episode_return", float("nan")))
     save(last.get("time_s", time_offset))
     plot_learning_curve(out, log.rows(), env.task.max_episode_return)
     env.close()
-    return finish_run(out, cfg)
+    summary = finish_run(out, cfg)
+    if workers is not None and workers.lost:
+        summary["lost_workers"] = workers.lost
+    return summary
 
 
 def preference_learner(cfg, env, teacher: Teacher | None) -> PreferenceLearner:

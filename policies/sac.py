@@ -58,6 +58,7 @@ class SACConfig:
     her_k: int = 4  # relabelled copies per transition
     normalize_obs: bool = True  # running mean/std of the observations collected (in the policy, saved with it)
     log_every: int = 5_000  # env steps between metrics rows (and checkpoints)
+    worker_steps: int = 8  # with --workers: vector steps each worker collects per round (then their updates)
 
 
 class SACPolicy(nn.Module):
@@ -235,8 +236,9 @@ class SAC:
     """Trains a ``SACPolicy`` on a batched env (embody's ``VecEnv``): ``learn`` alternates vector steps and
     gradient steps; ``env_steps`` and ``updates`` count across calls."""
 
-    def __init__(self, env, policy: SACPolicy, config: SACConfig, device: str = "cpu", seed: int = 0):
+    def __init__(self, env, policy: SACPolicy, config: SACConfig, device: str = "cpu", seed: int = 0, workers=None):
         self.env, self.policy, self.config = env, policy.to(device), config
+        self.workers = workers  # embody.scale.RolloutWorkers collecting instead of ``env`` (no HER, no preferences)
         self.device = torch.device(device)
         groups = policy.param_groups()
         self.optimizer = torch.optim.Adam(
@@ -330,32 +332,45 @@ class SAC:
         return self.policy.act(o, deterministic=False).cpu().numpy()
 
     def step(self, returns: list[float], losses: list[dict]) -> None:
-        """One vector step, its transitions stored, then the gradient steps it pays for."""
+        """One vector step (with workers: ``worker_steps`` of them on every worker), its transitions stored, then the
+        gradient steps it pays for."""
+        if self.workers is not None:
+            return self._step_remote(returns, losses)
         if self._obs is None:
             self._obs = self.env.reset()[0]
-        if self.policy.normalize_obs:
-            self.policy.obs_norm.update(torch.as_tensor(self._obs, device=self.device))
         action = self._act(self._obs)
         next_obs, reward, terminated, truncated, info = self.env.step(action)
         done = terminated | truncated
-        rows = dict(
-            obs=self._obs,
-            actions=action,
-            rewards=reward,
-            next_obs=np.where(done[:, None], info.final_obs, next_obs),
-            terminal=terminated,
+        final = np.where(done[:, None], info.final_obs, next_obs)
+        self._store(
+            dict(obs=self._obs, actions=action, rewards=reward, next_obs=final, terminal=terminated), done, losses
         )
+        self._obs = next_obs
+        returns.extend(info.episode_return.tolist())
+
+    def _step_remote(self, returns: list[float], losses: list[dict]) -> None:
+        r = self.workers.collect(
+            self.policy, steps=self.config.worker_steps, random=self.env_steps < self.config.learning_starts
+        )
+        a = r.arrays
+        for t in range(len(a["obs"])):
+            rows = {k: a[k][t] for k in ("obs", "actions", "rewards", "next_obs", "terminal")}
+            self._store(rows, a["done"][t], losses)
+        returns.extend(r.returns)
+
+    def _store(self, rows: dict[str, np.ndarray], done: np.ndarray, losses: list[dict]) -> None:
+        """Fold one vector step's transitions into the normalizer and the buffer, then pay its gradient steps."""
+        if self.policy.normalize_obs:
+            self.policy.obs_norm.update(torch.as_tensor(rows["obs"], device=self.device))
         if self.reward_learner is not None:
             self.reward_learner.observe(self, rows, done)
         if self.config.her == "none":
             self.buffer.add(**rows)
         else:
             self.buffer.add_step(done, **rows)
-        self._obs = next_obs
-        self.env_steps += len(action)
-        returns.extend(info.episode_return.tolist())
+        self.env_steps += len(rows["actions"])
         if self.env_steps > self.config.learning_starts:  # as SB3: after the step that passes it
-            self._debt += self.config.utd * len(action)
+            self._debt += self.config.utd * len(rows["actions"])
             while self._debt >= 1.0:
                 losses.append(self.update())
                 self._debt -= 1.0

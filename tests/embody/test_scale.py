@@ -55,9 +55,9 @@ class _InProcessWorkers:
 
         self.workers = {i: RolloutWorker(to_dict(cfg), policy.init_kwargs(), i, n) for i, n in enumerate(sizes)}
 
-    def collect(self, policy):
+    def collect(self, policy, **kwargs):
         weights = {k: v.numpy() for k, v in policy.state_dict().items()}
-        return _merge([w.collect(weights) for w in self.workers.values()])
+        return _merge([w.collect(weights, **kwargs) for w in self.workers.values()])
 
 
 def test_worker_rollouts_merge_into_one_batch_that_ppo_learns_from():
@@ -78,6 +78,22 @@ def test_worker_rollouts_merge_into_one_batch_that_ppo_learns_from():
     assert [r["env_steps"] for r in rows] == [40, 80, 120] and all(r["workers"] == 2 for r in rows)
     assert policy.obs_norm.count.item() == pytest.approx(count + 120)  # the learner's normalizers saw every step
     assert all(np.isfinite(r["policy_loss"]) for r in rows)
+
+
+def test_sac_collects_on_workers_and_pays_its_updates_per_vector_step():
+    from embody.policies.sac import SAC, SACPolicy
+
+    cfg = resolve_config("cartpole-swingup", algo="sac", n_envs=3)
+    cfg.sac.learning_starts, cfg.sac.worker_steps, cfg.sac.utd, cfg.sac.batch_size = 12, 4, 0.5, 8
+    env = build_env(cfg, n_envs=1)
+    policy = SACPolicy(env.observation_size, env.action_size, [16, 16])
+    sac = SAC(env, policy, cfg.sac, workers=_InProcessWorkers(cfg, policy, split_envs(3, 2)))
+    returns, losses = [], []
+    sac.step(returns, losses)  # 4 vector steps of 3 envs, uniform actions: learning starts after them
+    assert sac.env_steps == 12 and sac.buffer.size == 12 and not losses
+    sac.step(returns, losses)  # 4 more with the policy's actions: 0.5 gradient steps per env step
+    assert sac.env_steps == 24 and sac.buffer.size == 24 and len(losses) == 6 == sac.updates
+    assert policy.obs_norm.count.item() == pytest.approx(24, abs=1e-3)
 
 
 def test_more_workers_than_the_cpus_are_refused_with_the_numbers():
