@@ -61,7 +61,7 @@ class TrainConfig:
     pixels: int = 0  # > 0: the actor observes rendered images of this size, the last ``frames`` stacked
     frames: int = 3
     pixel_source: str = "render"  # where the images come from (embody.sims.pixels.PIXEL_SOURCES)
-    workers: int = 0  # > 0: PPO rollouts on this many Ray workers sharing n_envs (embody.scale); 0: in this process
+    workers: int = 0  # > 0: PPO/SAC rollouts on this many Ray workers sharing n_envs (embody.scale); 0: here
     ray_address: str | None = None  # HOST:PORT of a Ray head; None: a Ray instance on this machine
     worker_cpus: float = 1.0  # CPUs each worker reserves on the cluster
     env: dict[str, Any] = field(default_factory=dict)  # the task's config (TaskConfig subclass)
