@@ -32,6 +32,17 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def test_without_workers_ray_is_not_imported(tmp_path):
+    code = (
+        "import sys; from pathlib import Path; from embody.train import resolve_config, train; "
+        "cfg = resolve_config('cartpole-swingup', n_envs=4, steps=64, overrides=['ppo.n_steps=8', 'eval_episodes=1', "
+        "'video=false']); train(cfg, Path(sys.argv[1])); print('ray' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "run")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "False"
+
+
 def test_envs_are_split_evenly_and_every_worker_gets_one():
     assert split_envs(10, 3) == [4, 3, 3]
     with pytest.raises(ConfigError, match="at least one env each"):
