@@ -6,7 +6,7 @@ algorithm's collector: PPO's ``collect`` (T steps with the current weights, GAE 
 Per round the learner puts its weights in Ray's object store once, every worker collects with them, and the learner
 concatenates the returned (T, n_i, ...) arrays along the env axis, so it sees the same batch as a single-process run
 with ``n_envs`` envs. A worker whose process or node dies is dropped and reported (training continues on the others); a
-worker whose code raises stops the run with its traceback. Ray is imported only here, only with ``--workers``.
+worker whose code raises stops the run with its traceback. Training imports Ray only with ``--workers``.
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ class WorkerError(RuntimeError):
 
 @dataclass
 class Rollout:
-    """One iteration's merged rollout: ``arrays`` (T, n, ...) per BUFFER_FIELDS, the finished episodes' returns and
-    lengths, the mean reward terms and curriculum levels over the workers, where it ran, and the slowest worker's own
-    rollout time [s] (the learner's wait beyond it is the Ray path's overhead)."""
+    """One round's merged rollout: ``arrays`` (T, n, ...) per field (PPO's BUFFER_FIELDS, SAC's SAC_FIELDS), the
+    finished episodes' returns and lengths, the mean reward terms and curriculum levels over the workers, where it
+    ran, and the slowest worker's own rollout time [s] (the learner's wait beyond it is the Ray path's overhead)."""
 
     arrays: dict[str, np.ndarray]
     returns: list[float] = field(default_factory=list)
