@@ -77,7 +77,9 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", help="run directory (default: runs/TASK-TIMESTAMP)")
     p.add_argument("--resume", metavar="RUN", help="continue a run from its checkpoint")
     p.add_argument("--config", help="YAML file with TrainConfig values")
-    p.add_argument("--workers", type=positive_int, help="PPO rollouts on N Ray workers sharing the envs (scale extra)")
+    p.add_argument(
+        "--workers", type=positive_int, help="PPO/SAC rollouts on N Ray workers sharing the envs (scale extra)"
+    )
     p.add_argument(
         "--ray-address", metavar="HOST:PORT", help="the Ray head to run the workers on (default: this machine)"
     )

@@ -37,6 +37,10 @@ class SweepSpec:
     flags: dict[str, Any] = field(default_factory=dict)  # train's flags: steps, n_envs, sim
     cpus_per_trial: float = 1.0
 
+    @property
+    def trials(self) -> int:
+        return len(self.points()) * len(self.seeds)
+
     def points(self) -> list[dict]:
         """Every combination of the grid's values, in the order given: [{key: value, ...}, ...]."""
         points = [{}]
@@ -132,8 +136,7 @@ def run_sweep(spec: SweepSpec, out: Path, address: str | None = None) -> list[di
     state = out / "tune"
     if tune.Tuner.can_restore(str(state)):
         done = sum((run / "eval.json").exists() for run in (out / "runs").glob("*"))
-        total = len(spec.points()) * len(spec.seeds)
-        print(f"resuming the sweep in {out}: {done} of {total} runs evaluated", file=sys.stderr)
+        print(f"resuming the sweep in {out}: {done} of {spec.trials} runs evaluated", file=sys.stderr)
         tuner = tune.Tuner.restore(str(state), trainable, resume_errored=True)
     else:
         space = {
@@ -169,8 +172,7 @@ def _progress(spec: SweepSpec):
 
     from embody.progress import Progress
 
-    total = len(spec.points()) * len(spec.seeds)
-    bar = Progress(total, f"sweep {spec.task}", unit="trials")
+    bar = Progress(spec.trials, f"sweep {spec.task}", unit="trials")
 
     class OnTrialComplete(tune.Callback):
         done = 0
@@ -178,7 +180,7 @@ def _progress(spec: SweepSpec):
         def on_trial_complete(self, iteration, trials, trial, **info):
             self.done += 1
             bar.update(self.done, last=point_name(trial.config["point"]))
-            if self.done == total:
+            if self.done == spec.trials:
                 bar.close()
 
     return OnTrialComplete()

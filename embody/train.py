@@ -190,10 +190,7 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, teacher=None) -> di
     rows = log.rows()
     plot_learning_curve(out, rows, env.task.max_episode_return)
     env.close()
-    summary = finish_run(out, cfg)
-    if workers is not None and workers.lost:
-        summary["lost_workers"] = workers.lost
-    return summary
+    return finish_run(out, cfg, workers)
 
 
 def snapshot_name(seconds: float) -> str:
@@ -201,10 +198,13 @@ def snapshot_name(seconds: float) -> str:
     return f"{CHECKPOINT}_{seconds:g}s"
 
 
-def finish_run(out: Path, cfg: TrainConfig) -> dict:
-    """Evaluate the run's checkpoint (eval.json) and record one episode (eval.mp4)."""
+def finish_run(out: Path, cfg: TrainConfig, workers=None) -> dict:
+    """Evaluate the run's checkpoint (eval.json) and record one episode (eval.mp4); the summary lists the rollout
+    ``workers`` lost on the way (``lost_workers``), if any."""
     summary = evaluate_run(out, episodes=cfg.eval_episodes)
     write_eval(out, summary)
     if cfg.video:
         record_video(out, out / "eval.mp4")
+    if workers is not None and workers.lost:
+        summary["lost_workers"] = workers.lost
     return summary

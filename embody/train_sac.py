@@ -109,10 +109,7 @@ def train_sac(cfg, out: Path, resume: bool = False, teacher: Teacher | None = No
     save(last.get("time_s", time_offset))
     plot_learning_curve(out, log.rows(), env.task.max_episode_return)
     env.close()
-    summary = finish_run(out, cfg)
-    if workers is not None and workers.lost:
-        summary["lost_workers"] = workers.lost
-    return summary
+    return finish_run(out, cfg, workers)
 
 
 def preference_learner(cfg, env, teacher: Teacher | None) -> PreferenceLearner:

@@ -338,6 +338,7 @@ class SAC:
             return self._step_remote(returns, losses)
         if self._obs is None:
             self._obs = self.env.reset()[0]
+        self._normalize(self._obs)
         action = self._act(self._obs)
         next_obs, reward, terminated, truncated, info = self.env.step(action)
         done = terminated | truncated
@@ -354,14 +355,18 @@ class SAC:
         )
         a = r.arrays
         for t in range(len(a["obs"])):
+            self._normalize(a["obs"][t])
             rows = {k: a[k][t] for k in ("obs", "actions", "rewards", "next_obs", "terminal")}
             self._store(rows, a["done"][t], losses)
         returns.extend(r.returns)
 
-    def _store(self, rows: dict[str, np.ndarray], done: np.ndarray, losses: list[dict]) -> None:
-        """Fold one vector step's transitions into the normalizer and the buffer, then pay its gradient steps."""
+    def _normalize(self, obs: np.ndarray) -> None:
+        """Fold a vector step's observations (n, o) into the policy's normalizer (before acting on them)."""
         if self.policy.normalize_obs:
-            self.policy.obs_norm.update(torch.as_tensor(rows["obs"], device=self.device))
+            self.policy.obs_norm.update(torch.as_tensor(obs, device=self.device))
+
+    def _store(self, rows: dict[str, np.ndarray], done: np.ndarray, losses: list[dict]) -> None:
+        """Put one vector step's transitions in the buffer, then pay its gradient steps."""
         if self.reward_learner is not None:
             self.reward_learner.observe(self, rows, done)
         if self.config.her == "none":
