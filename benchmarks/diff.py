@@ -61,11 +61,13 @@ def render_rates(env, repeats: int, calls: int) -> dict:
     """Frames/s of the tiled renderer and of mujoco.Renderer frame by frame, the task's camera."""
     import mujoco
 
+    from embody.sims.mujoco.render import tracking_camera
+
     sim, camera = env.sim, env.task.config.camera
     tiled = _timed(lambda: env.render(), calls, repeats)
     c = sim.config
     renderer, data = mujoco.Renderer(sim.model, c.render_height, c.render_width), mujoco.MjData(sim.model)
-    cam = camera if camera is not None else sim._tracking_camera()
+    cam = camera if camera is not None else tracking_camera(sim.model, sim.robot)
     full = mujoco.mjtState.mjSTATE_FULLPHYSICS
     states = sim.get_state()
 

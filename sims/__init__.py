@@ -12,6 +12,7 @@ SIMULATORS: Registry = Registry("simulator")
 SIMULATORS.register("mujoco", "embody.sims.mujoco:MujocoSimulator", extra="mujoco")
 SIMULATORS.register("pybullet", "embody.sims.pybullet:PybulletSimulator", extra="pybullet")
 SIMULATORS.register("genesis", "embody.sims.genesis:GenesisSimulator", extra="genesis")
+SIMULATORS.register("mjx", "embody.sims.mjx:MjxSimulator", extra="mjx")
 
 
 def installed_simulators() -> list[str]:

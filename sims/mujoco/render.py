@@ -14,6 +14,8 @@ import math
 
 import numpy as np
 
+from ..adapter import TRACK_AZIMUTH, TRACK_DISTANCE, TRACK_ELEVATION
+
 MAX_TILES = 64  # envs per pass at most: an 8 × 8 grid
 MAX_SIDE = 4096  # px: fewer tiles per pass for large frames, so the offscreen buffer stays within GL limits
 
@@ -105,3 +107,17 @@ class TiledRenderer:
             self._ctx.free()
             self._gl.free()
             self._ctx = None
+
+
+def tracking_camera(model, robot):
+    """The default camera: one following ``robot``'s base body (a free camera on the model's centre without one)."""
+    import mujoco as mj
+
+    cam = mj.MjvCamera()
+    body = mj.mj_name2id(model, mj.mjtObj.mjOBJ_BODY, robot.base_body or "")
+    cam.type = mj.mjtCamera.mjCAMERA_TRACKING if body > 0 else mj.mjtCamera.mjCAMERA_FREE
+    cam.trackbodyid = max(body, 0)
+    cam.distance = TRACK_DISTANCE * float(model.stat.extent)
+    cam.azimuth, cam.elevation = np.degrees(TRACK_AZIMUTH), np.degrees(TRACK_ELEVATION)
+    cam.lookat[:] = model.stat.center
+    return cam

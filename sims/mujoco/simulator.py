@@ -27,9 +27,6 @@ from embody.extras import require
 from embody.robots import PrivilegedState, RobotSpec, RobotState
 
 from ..adapter import (
-    TRACK_AZIMUTH,
-    TRACK_DISTANCE,
-    TRACK_ELEVATION,
     PhysicsTable,
     checked_command,
     close_quietly,
@@ -304,11 +301,11 @@ class MujocoSimulator:
         """Frames (k, H, W, 3) uint8 of ``env_ids`` from ``camera`` (a model camera's name) or the tracking camera,
         tiled into one offscreen buffer per pass (sims/mujoco/render.py); each env's own model places its fixtures."""
         if self._renderer is None:
-            from .render import TiledRenderer
+            from .render import TiledRenderer, tracking_camera
 
             c = self.config
             self._renderer = TiledRenderer(self.model, c.render_width, c.render_height, c.shadows, c.reflections)
-            self._cam = self._tracking_camera()
+            self._cam = tracking_camera(self.model, self.robot)
         return self._renderer.render(self._forward_states(select_envs(self.n_envs, env_ids)), camera or self._cam)
 
     def _forward_states(self, ids: np.ndarray):
@@ -317,18 +314,6 @@ class MujocoSimulator:
             self._mj.mj_setState(self._models[i], self._scratch, self._state[i], self._spec)
             self._mj.mj_forward(self._models[i], self._scratch)
             yield self._models[i], self._scratch
-
-    def _tracking_camera(self):
-        """A camera following the base body (a free camera on the model's centre without one)."""
-        mj = self._mj
-        cam = mj.MjvCamera()
-        body = mj.mj_name2id(self.model, mj.mjtObj.mjOBJ_BODY, self.robot.base_body or "")
-        cam.type = mj.mjtCamera.mjCAMERA_TRACKING if body > 0 else mj.mjtCamera.mjCAMERA_FREE
-        cam.trackbodyid = max(body, 0)
-        cam.distance = TRACK_DISTANCE * float(self.model.stat.extent)
-        cam.azimuth, cam.elevation = np.degrees(TRACK_AZIMUTH), np.degrees(TRACK_ELEVATION)
-        cam.lookat[:] = self.model.stat.center
-        return cam
 
     def close(self) -> None:
         if self._fd is not None:

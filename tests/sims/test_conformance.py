@@ -16,7 +16,8 @@ from embody.sims import SIMULATORS, InitState, SimConfig, installed_simulators, 
 from embody.sims.base import UnsupportedTask, check_capabilities
 
 G = 9.81
-SIMS = [pytest.param(s, marks=pytest.mark.genesis) if s == "genesis" else s for s in installed_simulators()]
+MARKED = {"genesis": pytest.mark.genesis, "mjx": pytest.mark.mjx}
+SIMS = [pytest.param(s, marks=MARKED[s]) if s in MARKED else s for s in installed_simulators()]
 
 # documented tolerances (see the module docstring)
 PD_STEP_TOL = 0.02  # rad, max |Δq| of a PD step response vs. MuJoCo over 0.4 s
@@ -125,7 +126,11 @@ def _pd_step(sim_name) -> np.ndarray:
 
 @pytest.mark.parametrize("sim_name", SIMS)
 def test_pd_step_response_matches_mujoco(sim_name):
-    ours, reference = _pd_step(sim_name), _pd_step("mujoco")
+    try:
+        ours = _pd_step(sim_name)
+    except UnsupportedTask as e:  # MJX lacks the peg board's cylinder-box collisions; the knee tests cover its PD
+        pytest.skip(str(e))
+    reference = _pd_step("mujoco")
     assert abs(reference[-1] - reference[0]) > 0.1  # the joint did move
     assert np.abs(ours - reference).max() < PD_STEP_TOL, np.abs(ours - reference).max()
 
@@ -361,10 +366,10 @@ PUSH_TOL = 1e-6  # m/s: a push is an exact velocity write; it must not leak into
 ADDED_WEIGHT_TOL = 0.15  # fraction of added_mass * g
 MASS_SCALE_TOL = 0.05  # fraction of the nominal weight carried
 FRICTION_DECEL_TOL = 0.25  # fraction of mu * g (measured 2.00-2.13 m/s² against 1.96: the body rocks)
-# a nominal-again env replays a never-randomized one: bit for bit in MuJoCo and PyBullet (the same
+# a nominal-again env replays a never-randomized one: bit for bit in MuJoCo, MJX and PyBullet (the same
 # model numbers written back); Genesis recomputes the inverse weights it regularises contacts with
 # (measured 2e-16 rad)
-RESTORED_TOL = {"mujoco": 0.0, "pybullet": 0.0, "genesis": 1e-12}  # rad
+RESTORED_TOL = {"mujoco": 0.0, "pybullet": 0.0, "genesis": 1e-12, "mjx": 0.0}  # rad
 
 
 def _standing(spec, k, lin_vel=None):
