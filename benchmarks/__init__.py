@@ -14,6 +14,7 @@ BENCHMARKS = {
     "diff": "embody.benchmarks.diff",
     "driving": "embody.benchmarks.driving",
     "hardware": "embody.benchmarks.hardware",
+    "gpu": "embody.benchmarks.gpu",
     "her": "embody.benchmarks.her",
     "learning": "embody.benchmarks.learning",
     "offline": "embody.benchmarks.offline",

@@ -7,7 +7,7 @@ For every installed adapter, on the same task and batch size:
     which apply no PD, meet no contacts ours would not);
   * the raw engine's physics steps/s on the same loaded model and batch (MuJoCo: mj_step over
     the envs' MjData; PyBullet: stepSimulation on each env's client; Genesis: scene.step on the
-    batched scene), beside ours counted in physics steps (decimation included): their ratio is
+    batched scene; MJX: its jitted vmap(mjx.step) without the host copies), beside ours counted in physics steps (decimation included): their ratio is
     our overhead (1.0 = none);
   * Genesis batched vs. single env on cartpole-swingup.
 Our MuJoCo side runs on one thread here, like the raw loops, so the ratio is per-core overhead
@@ -52,6 +52,12 @@ def raw_physics_step(sim):
         return lambda: [p.stepSimulation(physicsClientId=c) for c in sim._clients]
     if sim.name == "genesis":
         return lambda: sim.scene.step(update_visualizer=False)
+    if sim.name == "mjx":  # its own vmap(mjx.step), one physics step, nothing copied to the host (a separate
+        import jax  # bare jit of the same program would only compile it again)
+
+        sim._sync()
+        kernel, ctrl = sim._k["control_step"], sim._put(np.zeros((sim.n_envs, sim.model.nu)))
+        return lambda: jax.block_until_ready(kernel(sim._mx, sim._p, sim._d, ctrl, 1))
     raise ValueError(f"no raw stepping known for {sim.name!r}")
 
 

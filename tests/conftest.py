@@ -1,8 +1,11 @@
 import os
+import tempfile
 
 import pytest
 
 os.environ.setdefault("MUJOCO_GL", "egl")
+# MJX's XLA programs (20-30 s each on a CPU) compile once per CI run, not once per test process
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(tempfile.gettempdir(), "embody-jax-cache"))
 
 
 @pytest.fixture(scope="module")

@@ -112,7 +112,8 @@ class MjxSimulator:
         try:
             self._mx = mjx.put_model(self.model, impl="jax")
         except NotImplementedError as e:  # e.g. "(mjGEOM_CYLINDER, mjGEOM_BOX) collisions not implemented."
-            raise UnsupportedTask(f"simulator 'mjx' cannot simulate {robot.name} ({robot.mjcf}): {e}") from None
+            what = f"simulator 'mjx' cannot simulate {robot.name} ({robot.mjcf}): MJX does not implement {e}"
+            raise UnsupportedTask(what) from None
         self.dt = float(self.model.opt.timestep) * config.decimation
         self._k = kernels()
         self._qadr, self._vadr = joint_addresses(self.model, robot)

@@ -14,7 +14,10 @@ from embody.sims.tasks.arm_reach import ArmReachConfig
 from embody.sims.tasks.peg_insert import PegInsert, PegInsertConfig, ScriptedExpert
 from embody.sims.vec_env import make_env
 
-SIMS = [pytest.param(s, marks=pytest.mark.genesis) if s == "genesis" else s for s in installed_simulators()]
+# MJX lacks F/T sensing, fixture poses and the board's cylinder-box collisions: refused by name (test below)
+SIMS = [
+    pytest.param(s, marks=pytest.mark.genesis) if s == "genesis" else s for s in installed_simulators() if s != "mjx"
+]
 # PyBullet's convex cylinder is ~1 mm fatter than the peg (its collision margin), so a 1 mm
 # clearance jams there; tests that insert on PyBullet use 2.5 mm.
 CLEARANCE = {"pybullet": 0.0025}
@@ -210,3 +213,13 @@ def test_ppo_learns_arm_reach(tmp_path):
     random = evaluate(env, RandomPolicy(33, 7), 16).summary()
     env.close()
     assert summary["return_mean"] > random["return_mean"] + 20, (summary, random)
+
+
+@pytest.mark.mjx
+def test_mjx_refuses_the_peg_task_by_name():
+    if "mjx" not in installed_simulators():
+        pytest.skip("needs the mjx extra")
+    from embody.sims.base import UnsupportedTask
+
+    with pytest.raises(UnsupportedTask, match="simulator 'mjx' cannot"):  # F/T sensing, fixtures, cylinder-box
+        peg_env("mjx", n=1)
