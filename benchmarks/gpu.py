@@ -6,7 +6,7 @@ Three measurements on ``h1_2-velocity`` (its decimation and timestep), each at `
            same run), with MJX's step split into the device's time (the jitted control step, waited for) and the
            host copies (state rows and sensors back each step): what a GPU path pays for numpy task code
   env      env-steps/s of the whole vector env (task code: observations, rewards, resets, randomization), random
-           actions, and the share of that time the simulator's step takes
+           actions, and the share of that time the simulator's step takes, on MJX and on MuJoCo
   train    PPO on ``--sim mjx`` for ``--budget`` seconds (``--steps`` caps it): env steps, env-steps/s, the final
            training return and episode length, and the evaluation the run ends with
 
@@ -74,35 +74,41 @@ def _mjx_split(sim, pose: np.ndarray, steps: int, jax) -> dict:
     return {"device_ms": 1e3 * device, "host_copy_ms": 1e3 * copy}
 
 
-def env_rates(n_envs: int, steps: int) -> dict:
-    """The vector env's env-steps/s on MJX with random actions, and the simulator's share of its time."""
+def env_rates(task: str, n_envs: int, steps: int) -> dict:
+    """Per simulator (MJX, then MuJoCo as the peer): the vector env's env-steps/s with random actions and the share of
+    its time the simulator's step takes (the rest is the numpy task code)."""
     from embody.sims.vec_env import make_env
 
-    env = make_env(TASK, sim="mjx", n_envs=n_envs, seed=0)
-    env.reset()
-    sim_s, step = 0.0, env.sim.step
+    out = {}
+    for sim in ("mjx", "mujoco"):
+        env = make_env(task, sim=sim, n_envs=n_envs, seed=0)
+        env.reset()
+        sim_s, step = 0.0, env.sim.step
 
-    def timed(command):
-        nonlocal sim_s
-        start = time.perf_counter()
-        step(command)
-        sim_s += time.perf_counter() - start
+        def timed(command, step=step):
+            nonlocal sim_s
+            start = time.perf_counter()
+            step(command)
+            sim_s += time.perf_counter() - start
 
-    env.sim.step = timed
-    rng = np.random.default_rng(0)
-    start = time.perf_counter()
-    for _ in range(steps):
-        env.step(rng.uniform(-1, 1, (n_envs, env.action_size)))
-    total = time.perf_counter() - start
-    env.close()
-    return {"env_steps_per_s": n_envs * steps / total, "sim_share": sim_s / total}
+        env.sim.step = timed
+        rng = np.random.default_rng(0)
+        env.step(rng.uniform(-1, 1, (n_envs, env.action_size)))  # MJX compiles here
+        sim_s, start = 0.0, time.perf_counter()
+        for _ in range(steps):
+            env.step(rng.uniform(-1, 1, (n_envs, env.action_size)))
+        total = time.perf_counter() - start
+        env.close()
+        out[sim] = {"env_steps_per_s": n_envs * steps / total, "sim_share": sim_s / total}
+    out["mjx_vs_mujoco"] = out["mjx"]["env_steps_per_s"] / out["mujoco"]["env_steps_per_s"]
+    return out
 
 
-def train_rates(n_envs: int, budget_s: float, steps: int | None, overrides: list[str]) -> dict:
+def train_rates(task: str, n_envs: int, budget_s: float, steps: int | None, overrides: list[str]) -> dict:
     """PPO on MJX within ``budget_s`` (``steps`` caps it): what it reached."""
     from embody.train import resolve_config, train
 
-    cfg = resolve_config(TASK, overrides=overrides, sim="mjx", n_envs=n_envs, steps=steps)
+    cfg = resolve_config(task, overrides=overrides, sim="mjx", n_envs=n_envs, steps=steps)
     cfg.max_time_s, cfg.video = budget_s, False  # no video: PyAV need not travel to the GPU machine
     with tempfile.TemporaryDirectory() as tmp:
         summary = train(cfg, Path(tmp) / "run")
@@ -115,6 +121,9 @@ def train_rates(n_envs: int, budget_s: float, steps: int | None, overrides: list
         "episode_length": last.get("episode_length"),
         "eval": summary.get("eval", summary),
     }
+
+
+TINY_TRAIN = ["ppo.n_steps=8", "eval_episodes=1", "env.max_episode_steps=10"]  # one PPO iteration of 4 × 8 steps
 
 
 def main(argv: list[str]) -> int:
@@ -134,13 +143,13 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     if args.tiny:
         args.envs, args.steps, args.train_steps = 4, 3, 32
-        args.set = [*args.set, "ppo.n_steps=8", "eval_episodes=1", "env.max_episode_steps=10"]
+        args.set = [*args.set, *TINY_TRAIN]
     result = {
         "task": TASK,
         "envs": args.envs,
         "physics": physics_rates(args.envs, args.steps),
-        "env": env_rates(args.envs, args.steps),
-        "train": train_rates(args.envs, args.budget, args.train_steps, args.set),
+        "env": env_rates(TASK, args.envs, args.steps),
+        "train": train_rates(TASK, args.envs, args.budget, args.train_steps, args.set),
     }
     _print(result)
     save_results(args.out, result)
@@ -157,8 +166,17 @@ def _print(r: dict) -> None:
         f"{ph['mjx']['device_ms']:.2f} ms + host copies {ph['mjx']['host_copy_ms']:.2f} ms per step; first step "
         f"(compilation) {ph['mjx']['first_step_s']:.0f} s |"
     )
-    print(f"| env (task code), MJX | {env['env_steps_per_s']:,.0f} | simulator {env['sim_share']:.0%} of the time |")
+    print_env_rows(r["task"], env)
     print(
         f"| PPO on MJX | {tr['env_steps_per_s']:,.0f} | {tr['env_steps']:,} env steps in {tr['train_s']:.0f} s; "
         f"return {tr['episode_return']:.2f} |"
     )
+
+
+def print_env_rows(task: str, env: dict) -> None:
+    """Table rows of ``env_rates``' result."""
+    for sim in ("mujoco", "mjx"):
+        e, ratio = env[sim], "" if sim == "mujoco" else f"{env['mjx_vs_mujoco']:.2f}× MuJoCo; "
+        print(
+            f"| {task} env, {sim} | {e['env_steps_per_s']:,.0f} | {ratio}simulator {e['sim_share']:.0%} of the time |"
+        )

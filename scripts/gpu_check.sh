@@ -6,7 +6,7 @@
 #   1. the simulator conformance suite (tests/sims/test_conformance.py -k mjx)
 #   2. embody bench gpu: physics and env rates against MuJoCo on the CPU, host-copy cost, PPO on h1_2-velocity with
 #      GPU_ENVS envs (default 4096) for GPU_BUDGET seconds (default 240)
-#   3. the D.VA and ALMI GPU checks, where a plugin offers one (benchmark "dva-gpu", "almi-gpu"; today neither)
+#   3. the D.VA and ALMI GPU checks, where the plugin offers one (benchmarks "dva-gpu", "almi-gpu"; today ALMI's)
 # and merges everything into one JSON. --tiny sizes it for a CPU (CI runs it end to end).
 set -euo pipefail
 cd "$(dirname "$0")/.."

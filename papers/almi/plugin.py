@@ -40,4 +40,5 @@ def register(api) -> None:
         cli.export_arguments,
         cli.run_export,
     )
+    api.benchmark("almi-gpu", "embody.papers.almi.bench")  # run by scripts/gpu_check.sh
     api.study("almi", "embody.papers.almi.train:AlmiTrainConfig", "embody almi study --scale tiny")
