@@ -6,15 +6,15 @@ The model is the MuJoCo adapter's (``build_model``: same actuators, sensors, flo
 ``vmap(mjx.step)`` over envs, each env with its own copy of the randomized model fields. Arrays stay on the device
 between steps; what the task reads (qpos, qvel, sensordata) comes back to the host once per control step, and a
 reset or push goes up once before the next step. Those copies are the host cost of this path, measured by
-``embody gpu-check`` (``host_copy_ms``).
+``embody bench gpu`` (``host_copy_ms``).
 
 Precision is JAX's: float32 unless ``jax_enable_x64`` is set (the GPU default MJX is built for). Time is kept on
 the host in float64. Compilation costs 20–30 s for the H1-2 on a CPU; jitted functions are shared by every
-simulator of one process with the same model structure and env count, and JAX's persistent cache
+simulator of one process with the same model structure and env bucket (``padded``), and JAX's persistent cache
 (``JAX_COMPILATION_CACHE_DIR``) keeps them across processes.
 
-A get_state row is [qpos, qvel, act, qacc_warmstart]: everything ``mjx.step`` reads besides the controls, so a row
-set into any env replays bit for bit (``exact_state``). Sensors lag the state by one physics step, as in the MuJoCo
+A get_state row is [time, qpos, qvel, act, qacc_warmstart]: everything ``mjx.step`` reads besides the controls, so a
+row set into any env replays bit for bit (``exact_state``). Sensors lag the state by one physics step, as in the MuJoCo
 adapter. Models with collision pairs MJX lacks (the peg board's cylinder against boxes) are refused by name.
 """
 
@@ -44,7 +44,7 @@ from ..mujoco.model import build_model, joint_addresses
 
 # model fields each env carries its own copy of (domain randomization)
 PER_ENV = ("geom_friction", "body_mass", "body_inertia", "dof_armature", "actuator_gainprm", "actuator_biasprm")
-ROW = ("qpos", "qvel", "act", "qacc_warmstart")  # a get_state row, in this order
+ROW = ("qpos", "qvel", "act", "qacc_warmstart")  # a get_state row after its time column, in this order
 
 
 def padded(n_envs: int) -> int:
@@ -71,13 +71,10 @@ def kernels():
     if not _KERNELS:
         jax, mjx = _import()
 
-        def env_model(mx, p):
-            return mx.replace(**p)
-
         @jax.jit
         def control_step(mx, p, d, ctrl, nstep):
             d = d.replace(ctrl=ctrl)
-            one = jax.vmap(lambda p, d: mjx.step(env_model(mx, p), d))
+            one = jax.vmap(lambda p, d: mjx.step(mx.replace(**p), d))  # each env its own randomized fields
             return jax.lax.fori_loop(0, nstep, lambda _, d: one(p, d), d)
 
         _KERNELS.update(control_step=control_step)
@@ -127,11 +124,12 @@ class MjxSimulator:
         self._still = self._mx.replace(opt=self._mx.opt.replace(timestep=self._mx.opt.timestep * 0))
         self._physics = PhysicsTable(n, robot, has_base=self._base_body() > 0)
         self._write_physics()
-        self._default = np.concatenate([np.asarray(getattr(d0, f), np.float64) for f in ROW])
-        self._default[self._qadr] = robot.default_pose
-        if self._base_qpos is not None:
-            self._default[self._base_qpos : self._base_qpos + 3] = robot.default_base_pos
         self._widths = np.cumsum([0] + [getattr(d0, f).shape[0] for f in ROW])
+        self._default = np.concatenate([np.asarray(getattr(d0, f), np.float64) for f in ROW])
+        qpos = self._default[self._col("qpos")]
+        qpos[self._qadr] = robot.default_pose
+        if self._base_qpos is not None:
+            qpos[self._base_qpos : self._base_qpos + 3] = robot.default_base_pos
         self._rows = np.tile(self._default, (n, 1))  # host mirror of the device state (float64)
         self._time = np.zeros(n)
         self._sensordata = np.zeros((n, self.model.nsensordata))
@@ -163,13 +161,16 @@ class MjxSimulator:
 
     # -- state ---------------------------------------------------------------------------
     def get_state(self) -> np.ndarray:
-        """Copies of the state rows (n, nq + nv + na + nv) float64 (module docstring); exact (``exact_state``)."""
-        return self._rows.copy()
+        """Copies of the state rows (n, 1 + nq + nv + na + nv) float64: time, then ROW (module docstring); exact
+        (``exact_state``)."""
+        return np.concatenate([self._time[:, None], self._rows], axis=1)
 
     def set_state(self, state: np.ndarray, env_ids: np.ndarray | None = None) -> None:
-        ids = select_envs(self.n_envs, env_ids)
-        self._rows[ids] = state
-        self._time[ids] = 0.0
+        state = np.asarray(state, dtype=np.float64)
+        self._set(select_envs(self.n_envs, env_ids), state[:, 1:], state[:, 0])
+
+    def _set(self, ids: np.ndarray, rows: np.ndarray, time: np.ndarray | float) -> None:
+        self._rows[ids], self._time[ids] = rows, time
         self._upload, self._stale[ids] = True, True
 
     def reset(self, env_ids: np.ndarray, init: InitState) -> None:
@@ -182,7 +183,7 @@ class MjxSimulator:
         qvel[:, self._vadr] = init.joint_vel
         if self._base_qpos is not None:
             write_free_joint(qpos, qvel, self._base_qpos, self._base_qvel, init)
-        self.set_state(rows, ids)
+        self._set(ids, rows, 0.0)
 
     def _sync(self) -> None:
         """Write the host rows to the device if they changed; recompute sensors of the envs set since the last
@@ -269,7 +270,7 @@ class MjxSimulator:
         self._time += self.dt
         ids = record_divergence(self, bad_cmd | ~np.isfinite(self._rows).all(axis=1))
         if len(ids):
-            self.set_state(np.tile(self._default, (len(ids), 1)), ids)
+            self._set(ids, np.tile(self._default, (len(ids), 1)), 0.0)
 
     # -- observation ---------------------------------------------------------------------
     def state(self) -> RobotState:
