@@ -26,21 +26,11 @@ import io
 import numpy as np
 
 from embody.extras import require
-from embody.robots import PrivilegedState, RobotSpec, RobotState
+from embody.robots import RobotSpec, RobotState
 
-from ..adapter import (
-    PhysicsTable,
-    checked_command,
-    close_quietly,
-    fixed_base_privileged,
-    free_joint_privileged,
-    full_torque,
-    record_divergence,
-    select_envs,
-    write_free_joint,
-)
+from ..adapter import PhysicsTable, checked_command, close_quietly, record_divergence, select_envs, write_free_joint
 from ..base import InitState, PhysicsParams, SimConfig, UnsupportedTask
-from ..mujoco.model import build_model, joint_addresses
+from ..mujoco.model import build_model, joint_addresses, robot_state
 
 # model fields each env carries its own copy of (domain randomization)
 PER_ENV = ("geom_friction", "body_mass", "body_inertia", "dof_armature", "actuator_gainprm", "actuator_biasprm")
@@ -275,30 +265,11 @@ class MjxSimulator:
     # -- observation ---------------------------------------------------------------------
     def state(self) -> RobotState:
         self._sync()
-        sd, L = self._sensordata, self._sensors
         qpos, qvel = self._rows[:, self._col("qpos")], self._rows[:, self._col("qvel")]
-        pick = lambda sl: None if sl is None else sd[:, sl].copy()  # noqa: E731
-        return RobotState(
-            joint_pos=qpos[:, self._qadr],
-            joint_vel=qvel[:, self._vadr],
-            joint_torque=full_torque(self.robot, sd[:, L.joint_torque]),
-            time=self._time.copy(),
-            imu_quat=pick(L.imu_quat),
-            imu_gyro=pick(L.imu_gyro),
-            imu_accel=pick(L.imu_accel),
-            ee_pos=pick(L.ee_pos),
-            ee_quat=pick(L.ee_quat),
-            wrench=pick(L.wrench),
-            privileged=self._privileged(qpos, qvel),
+        free = None if self._base_qpos is None else (self._base_qpos, self._base_qvel)
+        return robot_state(
+            self.robot, self._sensors, qpos, qvel, self._sensordata, self._time, self._qadr, self._vadr, free
         )
-
-    def _privileged(self, qpos: np.ndarray, qvel: np.ndarray) -> PrivilegedState:
-        n, sd, L = self.n_envs, self._sensordata, self._sensors
-        contact = sd[:, L.contact] if L.contact else np.zeros((n, 0))
-        if self._base_qpos is None:
-            return fixed_base_privileged(n, contact)
-        foot_pos = sd[:, L.foot_pos].reshape(n, -1, 3) if L.foot_pos else None
-        return free_joint_privileged(qpos, qvel, self._base_qpos, self._base_qvel, contact, foot_pos)
 
     # -- rendering -----------------------------------------------------------------------
     def render(self, env_ids: np.ndarray | None = None, camera: str | None = None) -> np.ndarray:

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from embody.robots import RobotSpec
+from embody.robots import RobotSpec, RobotState
 
+from ..adapter import fixed_base_privileged, free_joint_privileged, full_torque
 from ..base import ModelError, SimConfig
 
 
@@ -200,3 +201,31 @@ def joint_addresses(model, robot: RobotSpec) -> tuple[np.ndarray, np.ndarray]:
 
     ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n) for n in robot.joint_names]
     return model.jnt_qposadr[ids].copy(), model.jnt_dofadr[ids].copy()
+
+
+def robot_state(robot: RobotSpec, layout: SensorLayout, qpos, qvel, sensordata, time, qadr, vadr, free) -> RobotState:
+    """The RobotState of MuJoCo-layout arrays (the MuJoCo and MJX adapters): qpos (n, nq), qvel (n, nv), sensordata
+    (n, nsensordata) laid out by ``layout``, time (n,); ``qadr``, ``vadr`` (j,) the spec joints' addresses; ``free``
+    the free joint's (qpos, dof) addresses, or None for a fixed base. Every field is a copy: a RobotState outlives
+    the next step."""
+    sd, L, n = sensordata, layout, len(qpos)
+    pick = lambda sl: None if sl is None else sd[:, sl].copy()  # noqa: E731
+    contact = sd[:, L.contact] if L.contact else np.zeros((n, 0))
+    if free is None:
+        privileged = fixed_base_privileged(n, contact)
+    else:
+        foot_pos = sd[:, L.foot_pos].reshape(n, -1, 3) if L.foot_pos else None
+        privileged = free_joint_privileged(qpos, qvel, *free, contact, foot_pos)
+    return RobotState(
+        joint_pos=qpos[:, qadr],
+        joint_vel=qvel[:, vadr],
+        joint_torque=full_torque(robot, sd[:, L.joint_torque]),
+        time=np.array(time, dtype=np.float64),
+        imu_quat=pick(L.imu_quat),
+        imu_gyro=pick(L.imu_gyro),
+        imu_accel=pick(L.imu_accel),
+        ee_pos=pick(L.ee_pos),
+        ee_quat=pick(L.ee_quat),
+        wrench=pick(L.wrench),
+        privileged=privileged,
+    )

@@ -24,22 +24,19 @@ import os
 import numpy as np
 
 from embody.extras import require
-from embody.robots import PrivilegedState, RobotSpec, RobotState
+from embody.robots import RobotSpec, RobotState
 
 from ..adapter import (
     PhysicsTable,
     checked_command,
     close_quietly,
-    fixed_base_privileged,
     fixed_scene_body,
-    free_joint_privileged,
-    full_torque,
     record_divergence,
     select_envs,
     write_free_joint,
 )
 from ..base import InitState, ModelError, PhysicsParams, SimConfig
-from .model import build_model, joint_addresses, state_offsets
+from .model import build_model, joint_addresses, robot_state, state_offsets
 
 
 class MujocoSimulator:
@@ -271,30 +268,10 @@ class MujocoSimulator:
 
     # -- observation ---------------------------------------------------------------------
     def state(self) -> RobotState:
-        s, sd, L = self._state, self._sensordata, self._sensors
-        qpos, qvel = self._qpos_qvel(s)
-        pick = lambda sl: None if sl is None else sd[:, sl].copy()  # noqa: E731
-        return RobotState(
-            joint_pos=qpos[:, self._qadr],
-            joint_vel=qvel[:, self._vadr],
-            joint_torque=full_torque(self.robot, sd[:, L.joint_torque]),
-            time=s[:, self._off["time"]].copy(),
-            imu_quat=pick(L.imu_quat),
-            imu_gyro=pick(L.imu_gyro),
-            imu_accel=pick(L.imu_accel),
-            ee_pos=pick(L.ee_pos),
-            ee_quat=pick(L.ee_quat),
-            wrench=pick(L.wrench),
-            privileged=self._privileged(),
-        )
-
-    def _privileged(self) -> PrivilegedState:
-        n, sd, L = self.n_envs, self._sensordata, self._sensors
-        contact = sd[:, L.contact] if L.contact else np.zeros((n, 0))
-        if self._base_qpos is None:
-            return fixed_base_privileged(n, contact)
-        foot_pos = sd[:, L.foot_pos].reshape(n, -1, 3) if L.foot_pos else None
-        return free_joint_privileged(*self._qpos_qvel(self._state), self._base_qpos, self._base_qvel, contact, foot_pos)
+        qpos, qvel = self._qpos_qvel(self._state)
+        free = None if self._base_qpos is None else (self._base_qpos, self._base_qvel)
+        time = self._state[:, self._off["time"]]
+        return robot_state(self.robot, self._sensors, qpos, qvel, self._sensordata, time, self._qadr, self._vadr, free)
 
     # -- rendering -----------------------------------------------------------------------
     def render(self, env_ids: np.ndarray | None = None, camera: str | None = None) -> np.ndarray:
