@@ -19,7 +19,8 @@ constant continuous action (no acceleration, wheels straight).
 
 Traffic placement differs (highway-v0 puts every vehicle ahead of the ego, our scenarios spread
 them around it), so vehicle interactions differ slightly; the vehicle count, models and rates match.
-Each single-process row is the best of ``--repeats`` timed runs of ``--steps`` steps after a reset.
+Each single-process row is the best of ``--repeats`` timed runs of ``--steps`` steps after a reset; the
+rows take turns (raw, ours, ..., raw, ours, ...), so that load drifting during the run reaches all of them.
 """
 
 from __future__ import annotations
@@ -31,20 +32,23 @@ import time
 import numpy as np
 
 
-def _best_rate(reset, step, steps: int, repeats: int) -> float:
-    best = 0.0
-    for _ in range(repeats):
-        reset()
+class _Row:
+    """One timed workload: ``reset`` and ``step`` closures, the best rate seen so far."""
+
+    def __init__(self, reset, step, close):
+        self.reset, self.step, self.close, self.best = reset, step, close, 0.0
+
+    def time(self, steps: int) -> None:
+        self.reset()
         start = time.perf_counter()
         for _ in range(steps):
-            step()
-        best = max(best, steps / (time.perf_counter() - start))
-    return best
+            self.step()
+        self.best = max(self.best, steps / (time.perf_counter() - start))
 
 
-def raw_rate(scenario, steps: int, repeats: int, fast: bool) -> float:
-    """highway-env's own env-steps/s on ``scenario`` (``fast``: with traffic collisions off, as
-    highway-fast-v0), best of ``repeats`` runs of ``steps``. Needs the ``driving`` extra."""
+def raw_row(scenario, fast: bool) -> _Row:
+    """highway-env's own env on ``scenario`` (``fast``: with traffic collisions off, as
+    highway-fast-v0). Needs the ``driving`` extra."""
     import gymnasium as gym
 
     from embody.extras import require
@@ -75,23 +79,18 @@ def raw_rate(scenario, steps: int, repeats: int, fast: bool) -> float:
         env._create_vehicles = create
     action = np.zeros(2)
     seeds = iter(range(10**6))
-    rate = _best_rate(lambda: env.reset(seed=next(seeds)), lambda: env.step(action), steps, repeats)
-    env.close()
-    return rate
+    return _Row(lambda: env.reset(seed=next(seeds)), lambda: env.step(action), env.close)
 
 
-def ours_rate(scenario, steps: int, repeats: int, expert: bool = False) -> float:
-    """env-steps/s of embody's ``HighwaySim`` on ``scenario`` (``expert``: the expert's action computed
-    each step too), best of ``repeats``."""
+def ours_row(scenario, expert: bool = False) -> _Row:
+    """embody's ``HighwaySim`` on ``scenario`` (``expert``: the expert's action computed each step too)."""
     from embody.sims.driving.highway import HighwaySim
 
     sim = HighwaySim(scenario)
     action = np.zeros(2)
     seeds = iter(range(10**6))
     step = (lambda: sim.step(sim.expert_action())) if expert else (lambda: sim.step(action))
-    rate = _best_rate(lambda: sim.reset(next(seeds)), step, steps, repeats)
-    sim.close()
-    return rate
+    return _Row(lambda: sim.reset(next(seeds)), step, sim.close)
 
 
 def parallel_rate(scenario, steps: int, episodes: int) -> tuple[float, float]:
@@ -115,13 +114,19 @@ def measure(steps: int, repeats: int, parallel_episodes: int) -> dict:
     scenario = get_scenario("highway")
     scenario.settings.duration_s = 10**6  # never end inside a timed run
     fast = fast_settings(scenario)
-    rows = {
-        "raw": raw_rate(scenario, steps, repeats, fast=False),
-        "ours": ours_rate(scenario, steps, repeats),
-        "ours+expert": ours_rate(scenario, steps, repeats, expert=True),
-        "raw-fast": raw_rate(fast, steps, repeats, fast=True),
-        "ours-fast": ours_rate(fast, steps, repeats),
+    timed = {
+        "raw": raw_row(scenario, fast=False),
+        "ours": ours_row(scenario),
+        "ours+expert": ours_row(scenario, expert=True),
+        "raw-fast": raw_row(fast, fast=True),
+        "ours-fast": ours_row(fast),
     }
+    for _ in range(repeats):  # interleaved, so that a change of machine load reaches every row alike
+        for row in timed.values():
+            row.time(steps)
+    rows = {name: row.best for name, row in timed.items()}
+    for row in timed.values():
+        row.close()
     if parallel_episodes:
         rows["ours-fast×2"], rows["ours-fast×2 incl. start"] = parallel_rate(fast, steps, parallel_episodes)
     s, f = scenario.settings, fast.settings
@@ -158,7 +163,7 @@ def main(argv: list[str]) -> int:
         prog="embody bench driving", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--steps", type=int, default=150, help="env steps per timed run (150 = a 30 s episode)")
-    p.add_argument("--repeats", type=int, default=3, help="timed runs per row (the best is kept)")
+    p.add_argument("--repeats", type=int, default=5, help="timed runs per row, rows taking turns (the best is kept)")
     p.add_argument("--parallel-episodes", type=int, default=4, help="episodes for the two-worker row (0: skip)")
     p.add_argument("--quick", action="store_true", help="20 steps, 1 run, no two-worker row: a smoke run")
     p.add_argument("--out", help="directory for results.json")

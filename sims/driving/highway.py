@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import math
 import os
+import weakref
 
 import numpy as np
 
@@ -57,6 +58,8 @@ from highway_env.vehicle.behavior import AggressiveVehicle, DefensiveVehicle, ID
 from highway_env.vehicle.controller import ControlledVehicle  # noqa: E402
 from highway_env.vehicle.kinematics import Vehicle  # noqa: E402
 from highway_env.vehicle.objects import Landmark, Obstacle  # noqa: E402
+
+from . import traffic  # noqa: E402  (imports highway-env)
 
 EGO_COLOR = (50, 200, 0)
 BEHAVIOR_COLOR = (160, 60, 200)
@@ -276,31 +279,47 @@ TRAFFIC_MODELS = {
 
 
 class FastRoad(Road):
-    """highway-env's Road with two loops vectorized; the results are highway-env's.
+    """highway-env's Road, its loops over vehicles vectorized; the results are highway-env's.
 
-    * ``neighbour_vehicles`` (every IDM/MOBIL decision scans every vehicle): while the vehicles
-      decide (``act``), positions do not move, so one position array serves every query; on a
-      StraightLane (without the connected-lanes search) the lane coordinates and the on-lane
-      test are computed for all vehicles at once, and front/rear are picked with the loop's
-      tie-breaking. Other lanes and queries outside ``act`` take highway-env's loop.
-    * collision checks (``step``): pairs farther apart than highway-env's own spherical
-      pre-check bound are skipped before the Python call (a 1e-6 m margin keeps borderline
-      pairs for the exact check); the remaining pairs go through ``handle_collisions`` as before.
-    Lane coordinates are computed elementwise instead of by np.dot on 2-vectors, which can round
-    differently in the last bit; results stay deterministic (clones continue identically).
+    * ``act``: on a network of straight lanes, plain IDM vehicles decide their lanes one by one
+      (MOBIL, in vehicle order: a vehicle's choice can depend on another's target lane), then their
+      steering and IDM accelerations are computed for all at once (traffic.idm_act); the other
+      vehicles act as usual. ``neighbour_vehicles`` (MOBIL's queries) reads the positions cached for
+      the whole ``act`` (nothing moves while vehicles decide).
+    * ``step``: the bicycle model and the closest-lane search for IDM traffic and the ego at once
+      (traffic.kinematic_step); collision checks only between pairs farther apart than
+      highway-env's own spherical pre-check bound are skipped (a 1e-6 m margin keeps borderline
+      pairs for the exact check).
+    Other roads (curved lanes, connected-lane neighbour search, recorded history) take
+    highway-env's loops.
     """
 
-    _positions = None  # (n, 2) positions of vehicles + non-landmark objects while deciding
+    _positions = None  # (items, their LaneCoordinates): vehicles + non-landmark objects while deciding
 
     def act(self) -> None:
         """Every vehicle decides, with all positions cached once for ``neighbour_vehicles``."""
         items = [v for v in self.vehicles + self.objects if not isinstance(v, Landmark)]
-        self._positions = (items, np.array([v.position for v in items]) if items else np.zeros((0, 2)))
+        pos = np.array([v.position for v in items]) if items else np.zeros((0, 2))
+        coords = traffic.LaneCoordinates(pos, _lane_table(self.network))
+        self._positions = (items, coords)
         try:
-            for vehicle in self.vehicles:
-                vehicle.act()
+            if not self._batched():
+                for vehicle in self.vehicles:
+                    vehicle.act()
+                return
+            rows = np.array([r for r, v in enumerate(self.vehicles) if traffic.is_plain_idm(v)], dtype=np.intp)
+            past_end = dict(zip(rows.tolist(), traffic.lane_ends(self.vehicles, rows, coords)))
+            for row, vehicle in enumerate(self.vehicles):  # in order: MOBIL reads others' target lanes
+                if row in past_end:
+                    traffic.decide_lane(vehicle, past_end[row])
+                else:
+                    vehicle.act()
+            traffic.idm_act(self.vehicles, rows, items, coords)  # vehicles come first in items
         finally:
             self._positions = None
+
+    def _batched(self) -> bool:
+        return _lane_table(self.network).ok and not self.neighbour_vehicles_connected_lanes and not self.record_history
 
     def neighbour_vehicles(self, vehicle, lane_index=None):
         """highway-env's (front, rear) neighbours in ``lane_index``, vectorised over the cached positions on straight
@@ -312,16 +331,10 @@ class FastRoad(Road):
         lane = self.network.get_lane(lane_index)
         if type(lane) is not StraightLane:
             return super().neighbour_vehicles(vehicle, lane_index)
-        items, pos = cache
+        items, coords = cache
         s = lane.local_coordinates(vehicle.position)[0]
-        dx, dy = pos[:, 0] - lane.start[0], pos[:, 1] - lane.start[1]
-        long = dx * lane.direction[0] + dy * lane.direction[1]
-        lat = dx * lane.direction_lateral[0] + dy * lane.direction_lateral[1]
-        on = (
-            (np.abs(lat) <= lane.width / 2 + 1)
-            & (-lane.VEHICLE_LENGTH <= long)
-            & (long < lane.length + lane.VEHICLE_LENGTH)
-        )
+        long, _, on = coords(lane_index, lane)
+        on = on.copy()
         for i, item in enumerate(items):
             if item is vehicle:
                 on[i] = False
@@ -337,8 +350,15 @@ class FastRoad(Road):
 
     def step(self, dt: float) -> None:
         """highway-env's road step, with collision checks only between pairs close enough to touch within ``dt``."""
-        for vehicle in self.vehicles:
-            vehicle.step(dt)
+        if self._batched():
+            batch = [v for v in self.vehicles if traffic.batchable_step(v)]
+            traffic.kinematic_step(batch, dt, _lane_table(self.network), self.network)
+            for vehicle in self.vehicles:
+                if not traffic.batchable_step(vehicle):
+                    vehicle.step(dt)
+        else:
+            for vehicle in self.vehicles:
+                vehicle.step(dt)
         n = len(self.vehicles)
         if n > 1:
             pos = np.array([v.position for v in self.vehicles])
@@ -346,11 +366,26 @@ class FastRoad(Road):
             speed = np.array([v.speed for v in self.vehicles])
             dist = np.hypot(pos[:, None, 0] - pos[None, :, 0], pos[:, None, 1] - pos[None, :, 1])
             near = dist <= half_diag[:, None] + half_diag[None, :] + speed[:, None] * dt + 1e-6
-            for i, j in zip(*np.nonzero(np.triu(near, 1))):
-                self.vehicles[i].handle_collisions(self.vehicles[j], dt)
+            i, j = np.nonzero(np.triu(near, 1))
+            if len(i):
+                touch = traffic.may_touch(self.vehicles, i, j, dt)
+                i, j = i[touch], j[touch]
+            for a, b in zip(i, j):
+                self.vehicles[a].handle_collisions(self.vehicles[b], dt)
         for vehicle in self.vehicles:
             for other in self.objects:
                 vehicle.handle_collisions(other, dt)
+
+
+_LANE_TABLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _lane_table(network) -> traffic.LaneTable:
+    """The network's lanes as arrays, built once per network (lane geometry never changes; clones share it)."""
+    table = _LANE_TABLES.get(network)
+    if table is None:
+        table = _LANE_TABLES[network] = traffic.LaneTable(network)
+    return table
 
 
 # ---------------------------------------------------------------- the world

@@ -168,25 +168,47 @@ def test_clone_then_restore_gives_identical_continuations():
     assert sim.observe().t == snap.t
 
 
-def test_fast_road_gives_highway_envs_own_results():
+def _scene_trace(scenario, steps: int, policy) -> np.ndarray:
+    """Every vehicle's whole dynamic state after every control step: position, heading, speed, lane,
+    target lane, IDM timer, crashed, the applied action."""
+    sim = HighwaySim(scenario)
+    rows = []
+    for _ in range(steps):
+        sim.step(policy(sim))
+        for v in sim.world.road.vehicles:
+            lane = getattr(v, "target_lane_index", v.lane_index)
+            rows.append(
+                [*v.position, v.heading, v.speed, v.lane_index[2], lane[2], getattr(v, "timer", 0.0), v.crashed]
+                + [float(v.action["steering"]), float(v.action["acceleration"])]
+            )
+    return np.array(rows, dtype=np.float64)
+
+
+@pytest.mark.parametrize(
+    "name, fast, expert",
+    [("highway", False, False), ("highway", True, False), ("highway-dense", False, True), ("merge", False, True)],
+)
+def test_fast_road_gives_highway_envs_own_results(name, fast, expert):
+    """FastRoad's batched act/step against highway-env's own Road loops, bit for bit, on the benchmark
+    scenarios (the ego holding its lane, as ``bench driving`` does, or driven by the expert)."""
     import highway_env.road.road as hr
 
     import embody.sims.driving.highway as ours
+    from embody.sims.driving.scenario import fast_settings
 
-    def run():
-        sim = HighwaySim(get_scenario("highway-dense"))
-        return np.array([sim.step(sim.expert_action()).obs.flat() for _ in range(25)])
-
-    fast = run()
+    scenario = fast_settings(get_scenario(name)) if fast else get_scenario(name)
+    policy = (lambda sim: sim.expert_action()) if expert else (lambda sim: STRAIGHT)
+    batched = _scene_trace(scenario, 100, policy)
     saved = {k: ours.FastRoad.__dict__[k] for k in ("act", "step", "neighbour_vehicles")}
     try:
         for k in saved:
             setattr(ours.FastRoad, k, getattr(hr.Road, k))
-        plain = run()
+        plain = _scene_trace(scenario, 100, policy)
     finally:
         for k, v in saved.items():
             setattr(ours.FastRoad, k, v)
-    assert np.array_equal(fast, plain)
+    assert batched.shape == plain.shape
+    assert np.array_equal(batched, plain)
 
 
 def test_actions_meta_and_continuous_follow_the_road_frame_signs():
