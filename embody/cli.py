@@ -276,6 +276,15 @@ def _robot_sim_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--domain", type=nonneg_int, default=0, help="DDS domain id (default: 0)")
     p.add_argument("--band", action="store_true", help="h1_2: hold the robot on an elastic band (released by command)")
     p.add_argument("--duration", type=positive_float, help="seconds to serve (default: until Ctrl-C)")
+    p.add_argument(
+        "--realtime",
+        type=int,
+        nargs="?",
+        const=80,
+        metavar="PRIORITY",
+        help="step under SCHED_FIFO (priority 1-99, default 80), as a robot's own controller runs: keeps a "
+        "loaded machine from delaying the simulated robot (needs root or CAP_SYS_NICE)",
+    )
     _armature_argument(p)
 
 
@@ -292,7 +301,7 @@ def _armature_argument(p: argparse.ArgumentParser) -> None:
 def _robot_sim(args) -> int:
     from embody.hardware.robot_sim import serve
 
-    serve(args.robot, args.iface, args.domain, args.band, args.duration, args.armature)
+    serve(args.robot, args.iface, args.domain, args.band, args.duration, args.armature, args.realtime)
     return exits.OK
 
 

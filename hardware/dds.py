@@ -31,8 +31,23 @@ _LOCK = threading.Lock()
 _PARTICIPANTS: dict[int, tuple[str, object, object]] = {}  # domain -> (iface, Domain, participant)
 
 
-def dds_config(iface: str) -> str:
-    """The Cyclone DDS XML configuration that binds a domain to ``iface``."""
+RECEIVE_THREADS = ("recv", "recvUC", "recvMC", "dq.user")  # Cyclone's threads that deliver samples to listeners
+
+
+def dds_config(iface: str, realtime_priority: int | None = None) -> str:
+    """The Cyclone DDS XML configuration that binds a domain to ``iface``; ``realtime_priority``: run
+    the threads that receive and deliver samples under SCHED_FIFO at that priority."""
+    threads = ""
+    if realtime_priority:
+        threads = (
+            "<Threads>"
+            + "".join(
+                f'<Thread name="{name}"><Scheduling><Class>realtime</Class><Priority>{realtime_priority}</Priority>'
+                "</Scheduling></Thread>"
+                for name in RECEIVE_THREADS
+            )
+            + "</Threads>"
+        )
     discovery = ""
     if iface == "lo":  # multicast stays on (default) for vendor-configured clients; unicast for the rest
         discovery = (
@@ -41,7 +56,7 @@ def dds_config(iface: str) -> str:
         )
     return (
         f'<CycloneDDS><Domain Id="any"><General><Interfaces><NetworkInterface name="{iface}"/>'
-        f"</Interfaces></General><Discovery>{discovery}</Discovery></Domain></CycloneDDS>"
+        f"</Interfaces></General><Discovery>{discovery}</Discovery>{threads}</Domain></CycloneDDS>"
     )
 
 
@@ -54,8 +69,10 @@ def check_interface(iface: str) -> None:
         )
 
 
-def participant(domain: int, iface: str):
-    """The process's DomainParticipant for ``domain`` on ``iface`` (created once, then shared)."""
+def participant(domain: int, iface: str, realtime_priority: int | None = None):
+    """The process's DomainParticipant for ``domain`` on ``iface`` (created once, then shared: the first
+    caller's ``realtime_priority`` holds). Its receive threads run under SCHED_FIFO at
+    ``realtime_priority`` where the process may (hardware/realtime.py), else at normal priority."""
     require("cyclonedds", "hardware")
     from cyclonedds.domain import Domain, DomainParticipant
 
@@ -69,7 +86,10 @@ def participant(domain: int, iface: str):
                 )
             return dp
         check_interface(iface)
-        dom = Domain(domain, dds_config(iface))  # kept alive: dropping it would tear the domain down
+        from .realtime import permitted
+
+        rt = realtime_priority if permitted(realtime_priority) else None
+        dom = Domain(domain, dds_config(iface, rt))  # kept alive: dropping it would tear the domain down
         _PARTICIPANTS[domain] = (iface, dom, DomainParticipant(domain))
         return _PARTICIPANTS[domain][2]
 
@@ -81,15 +101,22 @@ def best_effort_qos(depth: int = 1):
     return Qos(Policy.Reliability.BestEffort, Policy.History.KeepLast(depth))
 
 
-def endpoints(domain: int, iface: str, write: tuple[str, type] | None, read: tuple[str, type] | None, on_data=None):
+def endpoints(
+    domain: int,
+    iface: str,
+    write: tuple[str, type] | None,
+    read: tuple[str, type] | None,
+    on_data=None,
+    realtime_priority: int | None = None,
+):
     """(DataWriter | None, DataReader | None) on ``domain``; ``on_data(reader)`` is called from a DDS
-    thread whenever samples arrive on the read topic."""
+    thread whenever samples arrive on the read topic (see ``participant`` for ``realtime_priority``)."""
     from cyclonedds.core import Listener
     from cyclonedds.pub import DataWriter
     from cyclonedds.sub import DataReader
     from cyclonedds.topic import Topic
 
-    dp = participant(domain, iface)
+    dp = participant(domain, iface, realtime_priority)
     writer = DataWriter(dp, Topic(dp, write[0], write[1]), qos=best_effort_qos()) if write else None
     reader = None
     if read:

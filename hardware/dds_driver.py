@@ -1,7 +1,7 @@
 """A RobotInterface over DDS, for any robot whose messages a ``Codec`` describes (extra ``hardware``).
 
 A writer thread publishes commands at a fixed rate (500 Hz for the H1-2, as the vendor's deploy
-code does): each tick it asks the safety supervisor for the command (which also runs the
+code does), under SCHED_FIFO where the system allows it (hardware/realtime.py): each tick it asks the safety supervisor for the command (which also runs the
 watchdog, so a policy that stops or a robot that goes silent still ends in damping) and echoes
 what the robot asks to be echoed. States arrive from a DDS thread; those failing their CRC are
 dropped and counted, malformed ones too. The policy runs at its own rate (50 Hz) and hands
@@ -22,6 +22,7 @@ import numpy as np
 from embody.robots import RobotSpec, RobotState
 
 from .interface import HardwareError, JointCommand, RobotConnectionError
+from .realtime import DEFAULT_PRIORITY, make_realtime
 from .supervisor import SafetySupervisor, SupervisorConfig
 
 log = logging.getLogger("embody.hardware.dds")
@@ -94,8 +95,10 @@ class DdsDriver:
         domain: int = 0,
         supervisor: SafetySupervisor | None = None,
         rate_hz: float = 500.0,
+        realtime_priority: int | None = DEFAULT_PRIORITY,
     ):
         self.codec, self.robot = codec, robot
+        self.realtime_priority = realtime_priority  # SCHED_FIFO for the writer thread; None: normal priority
         self.supervisor = supervisor or SafetySupervisor(robot, codec.supervisor_config())
         self.iface, self.domain, self.period = iface, domain, 1.0 / rate_hz
         self._lock = threading.Condition()
@@ -117,6 +120,7 @@ class DdsDriver:
             "commands": 0,
             "overruns": 0,
             "max_state_gap_s": 0.0,
+            "realtime": False,  # whether the writer thread got SCHED_FIFO
         }
 
     # -- RobotInterface --------------------------------------------------------------------
@@ -128,7 +132,12 @@ class DdsDriver:
         c = self.codec
         c.check()
         self._writer, self._reader = dds.endpoints(
-            self.domain, self.iface, (c.command_topic, c.command_type), (c.state_topic, c.state_type), self._on_state
+            self.domain,
+            self.iface,
+            (c.command_topic, c.command_type),
+            (c.state_topic, c.state_type),
+            self._on_state,
+            self.realtime_priority,
         )
         deadline = time.monotonic() + timeout_s
         with self._lock:
@@ -219,6 +228,7 @@ class DdsDriver:
                 self._lock.notify_all()
 
     def _write_loop(self) -> None:
+        self.stats["realtime"] = make_realtime(self.realtime_priority, f"{self.robot.name} command writer")
         next_t = time.monotonic()
         try:
             while not self._stop.is_set():

@@ -127,12 +127,18 @@ def parse_target(target: str) -> tuple[bool, str]:
 
 
 def start_robot_sim(
-    robot: str, iface: str, domain: int, band: bool, armature: str = "model", timeout_s: float = 60.0
+    robot: str,
+    iface: str,
+    domain: int,
+    band: bool,
+    armature: str = "model",
+    timeout_s: float = 60.0,
+    realtime: int | None = None,
 ) -> subprocess.Popen:
     """``embody robot-sim`` as a child process; returns once it serves (its ready line). Its output is
     drained from then on (a full pipe would stall it) into ``proc.output``, last lines kept."""
     cmd = [sys.executable, "-m", "embody.cli", "robot-sim", robot, "--iface", iface, "--domain", str(domain)]
-    cmd += ["--armature", armature]
+    cmd += ["--armature", armature] + ([] if realtime is None else ["--realtime", str(realtime)])
     proc = subprocess.Popen(
         cmd + (["--band"] if band else []),
         stdout=subprocess.PIPE,

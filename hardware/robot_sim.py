@@ -117,6 +117,7 @@ class SimServer:
         self._reset_requested = False
         self._stop = threading.Event()
         self._endpoints: list = []
+        self.realtime_priority: int | None = None  # SCHED_FIFO for the stepping loop and DDS receive threads
         self.stats = {"steps": 0, "commands": 0, "crc_errors": 0, "malformed": 0, "late_steps": 0}
         self.reset()
 
@@ -178,7 +179,12 @@ class SimServer:
         from .sim_control import TOPIC_SIM_CONTROL, SimControl_
 
         writer, reader = dds.endpoints(
-            self.domain, self.iface, (c.state_topic, c.state_type), (c.command_topic, c.command_type), self._on_command
+            self.domain,
+            self.iface,
+            (c.state_topic, c.state_type),
+            (c.command_topic, c.command_type),
+            self._on_command,
+            self.realtime_priority,
         )
         _, control = dds.endpoints(self.domain, self.iface, None, (TOPIC_SIM_CONTROL, SimControl_), self._on_control)
         self._endpoints += [reader, control]
@@ -414,9 +420,13 @@ def serve(
     band: bool = False,
     duration_s: float | None = None,
     armature: str = "model",
+    realtime: int | None = None,
 ) -> None:
-    """The ``embody robot-sim`` command: serve until Ctrl-C or SIGTERM (or ``duration_s``)."""
+    """The ``embody robot-sim`` command: serve until Ctrl-C or SIGTERM (or ``duration_s``); ``realtime``:
+    step under SCHED_FIFO at that priority."""
     import signal
+
+    from .realtime import make_realtime
 
     server = make_server(robot, iface, domain, band, armature)
     # both stop the loop, also where SIGINT was ignored at start (children of non-interactive shells)
@@ -427,6 +437,8 @@ def serve(
         f"{', on the band' if band else ''}",
         flush=True,
     )
+    server.realtime_priority = realtime
+    server.stats["realtime"] = make_realtime(realtime, f"robot-sim {robot}")
     server.run(duration_s, ready=ready)
     if server.robot.floating_base:  # where the robot ended up: a deploy's walk, measured by the simulator
         server.stats["base_pos_m"] = [round(float(x), 3) for x in server.physics.state().privileged.base_pos[0]]

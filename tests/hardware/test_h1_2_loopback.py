@@ -83,6 +83,14 @@ def test_ramp_and_hold_on_the_band(sim, robot):
         assert driver.stats["crc_errors"] == 0 and driver.stats["max_state_gap_s"] < MAX_GAP_S
 
 
+def test_the_writer_runs_under_sched_fifo_where_permitted(sim, robot):
+    from embody.hardware.realtime import permitted
+
+    with make_driver(robot) as driver:
+        hold(driver)
+        assert driver.stats["realtime"] == permitted(driver.realtime_priority)
+
+
 def test_nan_from_the_policy_damps_and_never_leaves(sim, robot):
     with make_driver(robot) as driver:
         hold(driver)
