@@ -145,6 +145,118 @@ def concat(sources: list[tuple[Path, float, int]], dst: Path, fps: int) -> list[
     return starts
 
 
+class VideoReader:
+    """Random access to one MP4's frames, for a process that reads many frames of it.
+
+    Opening builds the file's packet index (timestamps, byte offsets, keyframe flags: a demux,
+    no decoding). A read then sends the decoder exactly the packets it needs, each read from the
+    file at its offset, from the last keyframe before the wanted frame to the frame itself, and
+    drains the decoder instead of feeding it the next packet (the H.264 stream declares a
+    reorder delay, so without the drain a frame would cost decoding the following keyframe).
+    The colour converter is kept too: PyAV's ``to_ndarray(format=...)`` builds a new swscale
+    context per frame, which costs more than the conversion. Frames are bit-identical to
+    :func:`decode`'s: the same packets reach the same decoder, converted with the same settings.
+    """
+
+    def __init__(self, path: str | Path):
+        import av
+        from av.video.reformatter import VideoReformatter
+
+        self.path = str(path)
+        self._container = av.open(self.path)
+        stream = self._container.streams.video[0]
+        self._codec, self._time_base = stream.codec_context, stream.time_base
+        rows, first = [], b""
+        for p in self._container.demux(stream):
+            if p.pts is not None and p.size > 0:
+                first = first or bytes(p)
+                rows.append((p.pts, p.dts, p.pos, p.size, p.is_keyframe))
+        self._pts, self._dts, self._pos, self._size = ([r[i] for r in rows] for i in range(4))  # decode order
+        self._key = [bool(r[4]) for r in rows]
+        self._seconds = np.array([float(p * self._time_base) for p in self._pts])
+        self._by_time = np.argsort(self._seconds, kind="stable")  # decode-order position of each time
+        # per packet: decode-order position of the last keyframe at or before it (-1: none)
+        self._key_before = np.maximum.accumulate(np.where(self._key, np.arange(len(rows)), -1)) if rows else []
+        self._file = open(self.path, "rb")
+        self._rgb = VideoReformatter()
+        # MP4 stores each packet's bytes raw at its offset; any other layout goes through the demuxer
+        self.direct = bool(rows) and self._read(0) == first
+
+    def _read(self, j: int) -> bytes:
+        return os.pread(self._file.fileno(), self._size[j], self._pos[j])
+
+    def close(self) -> None:
+        self._container.close()
+        self._file.close()
+
+    def frames(self, from_ts: float, fps: int, frame_indices: np.ndarray) -> np.ndarray:
+        """Frames ``frame_indices`` (relative to ``from_ts``) -> (k, H, W, 3) uint8, in the given order.
+
+        Raises LookupError naming the frames the file does not hold.
+        """
+        wanted = np.asarray(frame_indices, dtype=np.int64)
+        if wanted.size == 0:
+            raise ValueError("no frame indices given")
+        if not self.direct:
+            return decode(self.path, from_ts, fps, wanted, container=self._container)
+        targets = np.unique(wanted)
+        got = self._decode_runs(self._runs(self._positions(from_ts, fps, targets)), from_ts, fps, set(targets.tolist()))
+        missing = [int(i) for i in targets if int(i) not in got]
+        if missing:
+            raise LookupError(f"frames {missing[:5]}{'...' if len(missing) > 5 else ''} not found")
+        return np.stack([got[int(i)] for i in wanted])
+
+    def _positions(self, from_ts: float, fps: int, targets: np.ndarray) -> list[int]:
+        """Decode-order positions of the packets timed at frames ``targets`` (absent ones left out)."""
+        if not len(self._pts):
+            return []
+        k = np.searchsorted(self._seconds[self._by_time], from_ts + (targets - 0.5) / fps)
+        k = np.minimum(k, len(self._pts) - 1)
+        pos = self._by_time[k]
+        found = np.round((self._seconds[pos] - from_ts) * fps) == targets
+        return sorted(int(j) for j in pos[found])
+
+    def _runs(self, positions: list[int]) -> list[tuple[int, int]]:
+        """[(first, last)] decode-order packet ranges covering ``positions``, each from a keyframe.
+
+        A wanted packet joins the current run when its keyframe is no later than the packet after
+        the run's end (continuing decodes nothing extra); otherwise a new run starts at its keyframe.
+        """
+        runs: list[list[int]] = []
+        for j in positions:
+            start = max(int(self._key_before[j]), 0)
+            if runs and start <= runs[-1][1] + 1:
+                runs[-1][1] = max(runs[-1][1], j)
+            else:
+                runs.append([start, j])
+        return [(a, b) for a, b in runs]
+
+    def _decode_runs(self, runs, from_ts: float, fps: int, targets: set[int]) -> dict[int, np.ndarray]:
+        import av
+
+        got: dict[int, np.ndarray] = {}
+        tb = self._time_base
+
+        def keep(frames) -> None:
+            for frame in frames:
+                if frame.pts is None:
+                    continue
+                i = round((float(frame.pts * tb) - from_ts) * fps)
+                if i in targets:
+                    got[i] = self._rgb.reformat(frame, format="rgb24").to_ndarray()
+
+        for first, last in runs:
+            self._codec.flush_buffers()
+            for j in range(first, last + 1):
+                packet = av.Packet(self._read(j))
+                packet.pts, packet.dts, packet.time_base = self._pts[j], self._dts[j], tb
+                packet.is_keyframe = bool(self._key[j])
+                keep(self._codec.decode(packet))
+            keep(self._codec.decode(None))  # drain: the frames still held for reordering
+        self._codec.flush_buffers()
+        return got
+
+
 def decode(path: str | Path, from_ts: float, fps: int, frame_indices: np.ndarray, container=None) -> np.ndarray:
     """Decode frames ``frame_indices`` (relative to ``from_ts``) -> (k, H, W, 3) uint8, in the given order.
 

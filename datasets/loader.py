@@ -115,12 +115,31 @@ class EpisodeDataset(TorchDataset):
             rows, pad = self._window(key, idx, lo, hi)
         else:
             rows, pad = idx[:, None], None
-        episodes = self._cols["episode_index"][idx].tolist()
-        frames = [self.dataset.frames(ep, key, rows[b] - lo[b]) for b, ep in enumerate(episodes)]  # (k, H, W, 3)
-        stacked = torch.from_numpy(np.stack(frames)).permute(0, 1, 4, 2, 3).float().div_(255.0)  # (B, k, 3, H, W)
+        frames = self._frames(key, idx, rows - lo[:, None])  # (B, k, H, W, 3) uint8
+        # numpy's float32 x / 255 gives torch's .float().div_(255.0) bit for bit (tested over all 256
+        # values), single-threaded (torch's threaded one is ~3x slower on a busy 2-core machine), and
+        # written channels-first in the same pass: contiguous (3, H, W) items, as lerobot's, which a
+        # default collate stacks 2-4x faster than strided views
+        b, k, h, w, c = frames.shape
+        scaled = np.empty((b, k, c, h, w), dtype=np.float32)
+        np.divide(frames.transpose(0, 1, 4, 2, 3), np.float32(255.0), out=scaled)
+        stacked = torch.from_numpy(scaled)  # (B, k, 3, H, W)
         if pad is None:
             return {key: stacked[:, 0]}
         return {key: stacked, f"{key}_is_pad": torch.from_numpy(pad)}
+
+    def _frames(self, key: str, idx: np.ndarray, rel: np.ndarray) -> np.ndarray:
+        """(B, k, H, W, 3) uint8: frames ``rel`` (B, k) of each item's episode, one decode call per
+        episode in the batch (neighbouring frames then share their keyframe's decoding)."""
+        episodes = self._cols["episode_index"][idx]
+        out = None if len(idx) else np.empty((*rel.shape, *self.dataset.features[key]["shape"]), dtype=np.uint8)
+        for ep in np.unique(episodes).tolist():
+            mine = np.flatnonzero(episodes == ep)
+            got = self.dataset.frames(ep, key, rel[mine].ravel())  # (len(mine) * k, H, W, 3)
+            if out is None:
+                out = np.empty((*rel.shape, *got.shape[1:]), dtype=np.uint8)
+            out[mine] = got.reshape(len(mine), rel.shape[1], *got.shape[1:])
+        return out
 
     def __getitem__(self, i: int) -> dict:
         n = len(self)

@@ -18,6 +18,8 @@ from .episodes import EpisodeRow
 from .schema import INFO_PATH, DatasetFormatError, to_numpy, video_keys
 from .snapshot import Snapshot
 
+MAX_OPEN_VIDEOS = 64  # video files kept open per process (two descriptors each)
+
 
 class Dataset:
     """A loaded dataset: meta in memory, the per-frame table memory-mapped, videos decoded on demand.
@@ -53,7 +55,7 @@ class Dataset:
         self._columns: dict[str, np.ndarray] = {}
         self._from = np.asarray([r.dataset_from_index for r in rows], dtype=np.int64)
         self._to = np.asarray([r.dataset_to_index for r in rows], dtype=np.int64)
-        self._containers: dict = {}
+        self._readers: dict = {}
 
     def __repr__(self) -> str:
         return (
@@ -120,27 +122,32 @@ class Dataset:
         if not path.is_file():
             raise DatasetFormatError(path, f"missing (video {video_key!r} of episode {i})")
         try:
-            return _video.decode(path, from_ts, self.fps, idx, container=self._container(path))
+            return self._reader(path).frames(from_ts, self.fps, idx)
         except (av.FFmpegError, LookupError) as e:
-            self._containers.pop((os.getpid(), str(path)), None)
+            self._drop_reader(path)
             raise DatasetFormatError(path, f"cannot decode episode {i} ({e})") from None
 
-    def _container(self, path: Path):
-        """An open PyAV container per (process, file), at most ~16 kept."""
-        import av
-
+    def _reader(self, path: Path) -> _video.VideoReader:
+        """A :class:`_video.VideoReader` per (process, file), the least recently used closed beyond
+        ``MAX_OPEN_VIDEOS`` (a shuffled epoch touches every file each batch: reopening one costs a
+        demux of the whole file)."""
         key = (os.getpid(), str(path))
-        if key not in self._containers:
-            if len(self._containers) > 16:
-                for c in self._containers.values():
-                    c.close()
-                self._containers.clear()
-            self._containers[key] = av.open(str(path))
-        return self._containers[key]
+        reader = self._readers.pop(key, None)
+        if reader is None:
+            reader = _video.VideoReader(path)
+            while len(self._readers) >= MAX_OPEN_VIDEOS:
+                self._readers.pop(next(iter(self._readers))).close()
+        self._readers[key] = reader  # dicts keep insertion order: the end is the most recent
+        return reader
 
-    def __getstate__(self):  # open containers do not pickle (DataLoader workers)
+    def _drop_reader(self, path: Path) -> None:
+        reader = self._readers.pop((os.getpid(), str(path)), None)
+        if reader is not None:
+            reader.close()
+
+    def __getstate__(self):  # open files do not pickle (DataLoader workers)
         state = dict(self.__dict__)
-        state["_containers"] = {}
+        state["_readers"] = {}
         return state
 
 
