@@ -28,36 +28,46 @@ def array_stats(x: np.ndarray) -> dict[str, np.ndarray]:
 
 
 class ImageStats:
-    """Per-channel running min/max/mean/std of (H, W, 3) uint8 frames -> lerobot's (3, 1, 1) in [0, 1]."""
+    """Per-channel running min/max/mean/std of (H, W, 3) uint8 frames -> lerobot's (3, 1, 1) in [0, 1].
+
+    Kept as a per-channel histogram of the 256 values: one ``bincount`` per channel and frame
+    (~20x faster than float64 sums of the pixels). Sums of integers are exact in float64 in any
+    order, so the result is the same, bit for bit, as summing the pixels as floats.
+    """
 
     def __init__(self):
         self.n = 0
-        self.pixels = 0
-        self.sum = np.zeros(3)
-        self.sumsq = np.zeros(3)
-        self.min = np.full(3, 255.0)
-        self.max = np.zeros(3)
+        self.hist = np.zeros((3, 256), dtype=np.int64)
 
     def add(self, frame: np.ndarray) -> None:
         """Add one (H, W, 3) uint8 frame, downsampled as LeRobot does when a side is 300 px or more."""
+        if frame.dtype != np.uint8:
+            raise ValueError(f"expected a uint8 frame, got {frame.dtype}")
         h, w = frame.shape[:2]
         if max(h, w) >= 300:  # lerobot's auto_downsample_height_width
             step = int((w if w > h else h) / 150)
             frame = frame[::step, ::step]
-        px = frame.reshape(-1, 3).astype(np.float64)
+        channels = frame.reshape(-1, 3).T
+        for c in range(3):
+            self.hist[c] += np.bincount(channels[c], minlength=256)
         self.n += 1
-        self.pixels += len(px)
-        self.sum += px.sum(0)
-        self.sumsq += (px * px).sum(0)
-        self.min = np.minimum(self.min, px.min(0))
-        self.max = np.maximum(self.max, px.max(0))
+
+    @property
+    def pixels(self) -> int:
+        return int(self.hist[0].sum())
 
     def result(self) -> dict[str, np.ndarray]:
         """``min``, ``max``, ``mean``, ``std`` as (3, 1, 1) in [0, 1], and ``count`` (frames)."""
-        mean = self.sum / self.pixels
-        std = np.sqrt(np.maximum(self.sumsq / self.pixels - mean**2, 0.0))
+        values = np.arange(256, dtype=np.float64)
+        counts = self.hist.astype(np.float64)
+        seen = self.hist > 0
+        lo = np.where(seen.any(1), seen.argmax(1), 255).astype(np.float64)
+        hi = np.where(seen.any(1), 255 - seen[:, ::-1].argmax(1), 0).astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = counts @ values / self.pixels
+            std = np.sqrt(np.maximum(counts @ (values * values) / self.pixels - mean**2, 0.0))
         c = lambda v: (v / 255.0).reshape(3, 1, 1)  # noqa: E731
-        return {"min": c(self.min), "max": c(self.max), "mean": c(mean), "std": c(std), "count": np.array([self.n])}
+        return {"min": c(lo), "max": c(hi), "mean": c(mean), "std": c(std), "count": np.array([self.n])}
 
 
 def aggregate(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
