@@ -21,12 +21,24 @@ of the episodes) that adds an 84×84 camera, measured in the same run:
 The lerobot column divides by 2.9k frames/s, what lerobot 0.4.4's LeRobotDataset indexes
 state-only on this kind of machine (measured once, not in this run); the target is state-only
 loading ≥ 3× that.
+
+(e) loading with video against the real lerobot, measured in the same run: recorded
+    ``h1_2-stand`` episodes (``embody record``'s default controller and camera, seed 0), 4 of them
+    and 20, each dataset loaded shuffled in batches of 32 by one process (no DataLoader
+    workers): embody's ``EpisodeDataset`` (through ``.loader()`` and through a plain DataLoader
+    with the default collate) and lerobot's ``LeRobotDataset`` (pyav video backend) on the same
+    files, run by ``scripts/lerobot_peer_bench.py`` under ``--lerobot-python`` (the interpreter of
+    a scratch environment holding lerobot 0.4.4; without it the peer is "not measured"). Each
+    side: one untimed warm-up epoch, then the best of ``--repeats`` whole epochs. Target: ≥ 3×
+    lerobot on both workloads; writing 84×84 video (b's workload) ≥ 1,000 frames/s.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -39,6 +51,15 @@ STATE, ACTION, IMAGE = 19, 7, (84, 84, 3)
 CAMERA = "observation.images.main"
 BATCH = 256
 STATE_ROW = "load state-only, .loader()"  # the row the target is about
+VIDEO_TARGET = 3.0  # loading with video, × lerobot measured in the same run
+WRITE_VIDEO_TARGET = 1000.0  # 84×84 video written, frames/s
+VIDEO_ROW = "write 84x84 video"
+STAND_TASK = "h1_2-stand"
+STAND_EPISODES = (4, 20)  # the two video-loading workloads (episodes recorded)
+VIDEO_BATCH = 32
+# --quick: a few short, small episodes (structure, not speed)
+QUICK_STAND = ["env.max_episode_steps=6", "env.sim.render_width=32", "env.sim.render_height=32"]
+PEER_SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "lerobot_peer_bench.py"
 
 
 def features(video: bool) -> dict:
@@ -246,6 +267,91 @@ def measure(
     }
 
 
+def record_stand(root: Path, episodes: int, overrides: list[str]) -> Path:
+    """``episodes`` of h1_2-stand recorded into ``root`` as ``embody record`` does (default controller,
+    camera video, seed 0, 4 envs)."""
+    from embody.datasets.record import RecordConfig, record
+
+    record(RecordConfig(task=STAND_TASK, episodes=episodes, out=root, n_envs=4, seed=0, overrides=overrides))
+    return root
+
+
+def timed_epochs(loader, repeats: int) -> dict:
+    """One untimed warm-up epoch (files opened, indexes built), then ``repeats`` timed ones: frames/s."""
+    rates = []
+    for r in range(repeats + 1):
+        frames, start = 0, time.perf_counter()
+        for batch in loader:
+            frames += len(batch["index"])
+        if r:
+            rates.append(frames / (time.perf_counter() - start))
+    return {"fps": max(rates), "epoch_fps": rates}
+
+
+def embody_video_rates(root: Path, repeats: int) -> dict:
+    """embody's frames/s with video on ``root``: through ``.loader()`` and through a plain DataLoader."""
+    import torch
+    from torch.utils.data import DataLoader
+
+    from embody.datasets.loader import EpisodeDataset
+
+    torch.manual_seed(0)
+    ds = EpisodeDataset(root)
+    fast = timed_epochs(ds.loader(VIDEO_BATCH, shuffle=True), repeats)
+    torch.manual_seed(0)
+    plain = timed_epochs(DataLoader(EpisodeDataset(root), batch_size=VIDEO_BATCH, shuffle=True), repeats)
+    return {"loader": fast, "default_collate": plain, "frames": len(ds), "episodes": ds.dataset.num_episodes}
+
+
+def lerobot_video_rate(python: str | None, root: Path, repeats: int, timeout_s: float = 1800) -> dict:
+    """lerobot's frames/s on ``root`` from ``scripts/lerobot_peer_bench.py`` run by ``python`` (a scratch
+    environment's interpreter, started from a neutral directory with the project's paths cleared);
+    {"fps": None, "why": ...} when not measured."""
+    if not python:
+        return {"fps": None, "why": "not measured: no --lerobot-python"}
+    if not PEER_SCRIPT.is_file():
+        return {"fps": None, "why": f"not measured: {PEER_SCRIPT} is missing"}
+    cmd = [python, str(PEER_SCRIPT), str(root), "--batch", str(VIDEO_BATCH), "--repeats", str(repeats)]
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    try:
+        done = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=timeout_s, env=env, cwd=tempfile.gettempdir(), check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return {"fps": None, "why": f"not measured: {e}"}
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"fps": None, "why": f"not measured: exit {done.returncode}: {tail[:200]}"}
+    return json.loads(lines[-1])
+
+
+def measure_video_peers(work: Path, lerobot_python: str | None, repeats: int, quick: bool) -> dict:
+    """(e): per workload, embody and lerobot frames/s with video on the same recorded files, one after
+    the other; the load average before and after (the machine is shared)."""
+    out = {}
+    for episodes in STAND_EPISODES if not quick else (2, 3):
+        name = f"{STAND_TASK} × {episodes}"
+        root = record_stand(work / f"stand-{episodes}", episodes, QUICK_STAND if quick else [])
+        load_before = os.getloadavg()[0]
+        ours = embody_video_rates(root, repeats)
+        peer = lerobot_video_rate(lerobot_python, root, repeats)
+        fps = peer.get("fps")
+        out[name] = {
+            "episodes": ours["episodes"],
+            "frames": ours["frames"],
+            "embody_fps": ours["loader"]["fps"],
+            "embody_epoch_fps": ours["loader"]["epoch_fps"],
+            "embody_default_collate_fps": ours["default_collate"]["fps"],
+            "lerobot": peer,
+            "lerobot_fps": fps,
+            "ratio": ours["loader"]["fps"] / fps if fps else None,
+            "ratio_default_collate": ours["default_collate"]["fps"] / fps if fps else None,
+            "load_average_1min": [load_before, os.getloadavg()[0]],
+        }
+    return out
+
+
 def main(argv: list[str]) -> int:
     """``embody bench datasets``: measure in a temporary directory, print the table; ``--out DIR``
     writes ``results.json``. Returns 0."""
@@ -254,16 +360,36 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         prog="embody bench datasets", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--episodes", type=int, default=50)
-    p.add_argument("--frames", type=int, default=400, help="frames per episode")
-    p.add_argument("--repeats", type=int, default=3, help="epochs per loading measurement (best is kept)")
-    p.add_argument("--quick", action="store_true", help="4 episodes × 64 frames, 1 repetition: a smoke run")
+    p.add_argument("--episodes", type=int, help="synthetic episodes (default 50)")
+    p.add_argument("--frames", type=int, help="frames per synthetic episode (default 400)")
+    p.add_argument("--repeats", type=int, help="epochs per loading measurement, the best kept (default 3)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="4 episodes × 64 frames, 1 repetition; 2 and 3 tiny h1_2-stand episodes: a smoke run "
+        "(--episodes, --frames, --repeats still apply)",
+    )
+    p.add_argument(
+        "--lerobot-python",
+        help="python of a scratch environment with lerobot 0.4.4 (e.g. /tmp/lerobot_venv/bin/python): "
+        "measures the real lerobot on the video workloads in this run",
+    )
+    p.add_argument("--no-video-peers", action="store_true", help="skip (e), the recorded h1_2-stand workloads")
     p.add_argument("--out", help="directory for results.json")
     args = p.parse_args(argv)
-    if args.quick:
-        args.episodes, args.frames, args.repeats = 4, 64, 1
+    defaults = (4, 64, 1) if args.quick else (50, 400, 3)  # what is given explicitly wins
+    args.episodes, args.frames, args.repeats = (
+        given if given is not None else default
+        for given, default in zip((args.episodes, args.frames, args.repeats), defaults)
+    )
     with tempfile.TemporaryDirectory(prefix="embody-bench-datasets-") as tmp:
+        load_before = os.getloadavg()[0]
         result = measure(args.episodes, args.frames, Path(tmp), args.repeats)
+        result["write_video_target_fps"] = WRITE_VIDEO_TARGET
+        if not args.no_video_peers:
+            result["video_vs_lerobot"] = measure_video_peers(Path(tmp), args.lerobot_python, args.repeats, args.quick)
+            result["video_target_x_lerobot"] = VIDEO_TARGET
+        result["load_average_1min"] = [load_before, os.getloadavg()[0]]
     _print(result)
     save_results(args.out, result)
     return 0
@@ -286,3 +412,35 @@ def _print(r: dict) -> None:
         f"\ntarget, {STATE_ROW} ≥ {r['target_state_x_lerobot']:.0f}× lerobot: {x:.1f}× "
         f"({'PASS' if x >= r['target_state_x_lerobot'] else 'BELOW-TARGET'})"
     )
+    w = r["rows"][VIDEO_ROW]["embody_fps"]
+    print(f"target, {VIDEO_ROW} ≥ {WRITE_VIDEO_TARGET:,.0f} frames/s: {w:,.0f} ({_verdict(w >= WRITE_VIDEO_TARGET)})")
+    if "video_vs_lerobot" in r:
+        _print_video_peers(r["video_vs_lerobot"])
+    print(f"\nload average (1 min) at start and end: {r['load_average_1min'][0]:.2f}, {r['load_average_1min'][1]:.2f}")
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "BELOW-TARGET"
+
+
+def _print_video_peers(workloads: dict) -> None:
+    print(
+        f"\nloading with video, shuffled, batch {VIDEO_BATCH}, one process, the same files; "
+        "lerobot 0.4.4 (pyav video backend) measured in this run when --lerobot-python is given:\n"
+    )
+    print(
+        "| workload | frames | embody .loader() | embody default collate | lerobot | embody / lerobot |"
+        "\n|---|---|---|---|---|---|"
+    )
+    for name, w in workloads.items():
+        peer = f"{w['lerobot_fps']:,.0f}" if w["lerobot_fps"] else w["lerobot"]["why"]
+        ratio = f"{w['ratio']:.1f}× ({w['ratio_default_collate']:.1f}×)" if w["ratio"] else "—"
+        print(
+            f"| {name} | {w['frames']} | {w['embody_fps']:,.0f} | {w['embody_default_collate_fps']:,.0f} "
+            f"| {peer} | {ratio} |"
+        )
+    for name, w in workloads.items():
+        if w["ratio"]:
+            print(
+                f"target, {name} ≥ {VIDEO_TARGET:.0f}× lerobot: {w['ratio']:.1f}× ({_verdict(w['ratio'] >= VIDEO_TARGET)})"
+            )
