@@ -11,13 +11,21 @@
    stepped with). embody's H1-2 driver (supervisor in HOLD; its writer thread under SCHED_FIFO, and
    again at normal priority) against a straightforward loop (objects, bitwise CRC, ``sleep(period)``
    after the work) in the same run. robot-sim steps under SCHED_FIFO: it stands in for the robot's
-   own controller, which a training on this machine would not delay.
+   own controller, which a training on this machine would not delay. Loads: a 50 Hz "policy"
+   thread in the loops' process computing in Python for ``--policy-ms`` per step (the GIL
+   contention of a deploy), and with ``--under-training`` an ``embody train h1_2-velocity`` on all
+   cores.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import subprocess
+import sys
+import tempfile
+import threading
 import time
 
 import numpy as np
@@ -167,11 +175,63 @@ def straightforward_loop(robot, domain: int, seconds: float) -> dict:
     return _loop_summary(ticks, arrivals, latency, seconds)
 
 
+@contextlib.contextmanager
+def policy_thread(busy_ms: float, priority: int | None = None, period_s: float = 0.02):
+    """A 50 Hz thread in this process that computes in Python for ``busy_ms`` each step, holding the
+    GIL as a deployed policy's observation and inference do (0: none); ``priority``: under SCHED_FIFO,
+    as embody's session runs its step loop."""
+    from embody.hardware.realtime import realtime_thread
+
+    stop = threading.Event()
+
+    def run():
+        with realtime_thread(priority, "bench policy"):
+            loop()
+
+    def loop():
+        while not stop.is_set():
+            start, x = time.perf_counter(), 0
+            while time.perf_counter() - start < busy_ms / 1000:
+                for i in range(100):
+                    x += i
+            stop.wait(max(0.0, period_s - (time.perf_counter() - start)))
+
+    thread = threading.Thread(target=run, name="bench-policy", daemon=True)
+    if busy_ms > 0:
+        thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        if busy_ms > 0:
+            thread.join()
+
+
+@contextlib.contextmanager
+def training_load(enabled: bool, warmup_s: float = 20.0):
+    """``embody train h1_2-velocity`` in a child process (both cores busy) while the loops run."""
+    if not enabled:
+        yield
+        return
+    with tempfile.TemporaryDirectory() as out:
+        cmd = [sys.executable, "-m", "embody.cli", "train", "h1_2-velocity", "--steps", "1000000000", "--out", out]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(warmup_s)  # past imports and compilation: PPO rollouts and updates on both cores
+            if proc.poll() is not None:
+                raise RuntimeError(f"the load training exited early: {' '.join(cmd)}")
+            yield
+        finally:
+            proc.kill()
+            proc.wait()
+
+
 def main(argv: list[str]) -> int:
     """``embody bench hardware``: start a loopback robot-sim (DDS on ``lo``), run the codec and both
     control loops, print the results; ``--out DIR`` writes ``results.json``. Returns 0."""
     from embody.benchmarks import save_results
     from embody.hardware.deploy import start_robot_sim, stop_robot_sim
+    from embody.hardware.realtime import POLICY_PRIORITY
     from embody.robots import get_robot
 
     p = argparse.ArgumentParser(
@@ -179,16 +239,35 @@ def main(argv: list[str]) -> int:
     )
     p.add_argument("--seconds", type=float, default=5.0, help="seconds of each control loop")
     p.add_argument("--domain", type=int, default=231, help="DDS domain for the loopback robot-sim")
+    p.add_argument(
+        "--policy-ms",
+        type=float,
+        default=3.0,
+        help="ms of Python per step of a 50 Hz policy thread in the loops' process (GIL load; 0: none)",
+    )
+    p.add_argument(
+        "--under-training",
+        action="store_true",
+        help="run the loops while `embody train h1_2-velocity` keeps both cores busy",
+    )
     p.add_argument("--out", help="directory for results.json")
     args = p.parse_args(argv)
     robot = get_robot("h1_2")
-    result = {"cores": os.cpu_count(), "codec": codec(robot)}
+    result = {
+        "cores": os.cpu_count(),
+        "policy_ms": args.policy_ms,
+        "under_training": args.under_training,
+        "codec": codec(robot),
+    }
     # robot-sim stands in for the robot's own controller, which no training on this machine would delay
     sim = start_robot_sim("h1_2", "lo", args.domain, band=True, realtime=80)
     try:
-        result["embody"] = ours_loop(robot, args.domain, args.seconds)
-        result["embody-normal-priority"] = ours_loop(robot, args.domain, args.seconds, realtime_priority=None)
-        result["straightforward"] = straightforward_loop(robot, args.domain, args.seconds)
+        with training_load(args.under_training):
+            with policy_thread(args.policy_ms, POLICY_PRIORITY):
+                result["embody"] = ours_loop(robot, args.domain, args.seconds)
+            with policy_thread(args.policy_ms):
+                result["embody-normal-priority"] = ours_loop(robot, args.domain, args.seconds, realtime_priority=None)
+                result["straightforward"] = straightforward_loop(robot, args.domain, args.seconds)
     finally:
         stop_robot_sim(sim)
     _print(result)
@@ -197,13 +276,17 @@ def main(argv: list[str]) -> int:
 
 
 def _print(r: dict) -> None:
-    print(f"\nembody bench hardware: H1-2 wire path, {r['cores']} cores\n")
+    load = "a PPO training on all cores" if r["under_training"] else "no training"
+    print(
+        f"\nembody bench hardware: H1-2 wire path, {r['cores']} cores; loops with a 50 Hz policy thread "
+        f"computing {r['policy_ms']:g} ms per step in their process, {load}\n"
+    )
     print("| per message | embody µs | straightforward µs | speedup |\n|---|---|---|---|")
     for name, c in r["codec"].items():
         print(f"| {name} | {c['embody_us']:.1f} | {c['straightforward_us']:.1f} | {c['speedup']:.0f}× |")
     loops = {
         "embody": r["embody"],
-        "embody, normal priority": r["embody-normal-priority"],
+        "embody, writer + policy at normal priority": r["embody-normal-priority"],
         "straightforward": r["straightforward"],
     }
     print("\n| 500 Hz loop on loopback | " + " | ".join(loops) + " |\n|---|---|---|---|")

@@ -22,7 +22,7 @@ import numpy as np
 from embody.robots import RobotSpec, RobotState
 
 from .interface import HardwareError, JointCommand, RobotConnectionError
-from .realtime import DEFAULT_PRIORITY, make_realtime
+from .realtime import DEFAULT_PRIORITY, make_realtime, restore_gil_switch, shorten_gil_switch
 from .supervisor import SafetySupervisor, SupervisorConfig
 
 log = logging.getLogger("embody.hardware.dds")
@@ -150,6 +150,7 @@ class DdsDriver:
                 f"`embody robot-sim {self.robot.name} --iface {self.iface} --domain {self.domain}`, running?"
             )
         self._thread = threading.Thread(target=self._write_loop, name=f"{self.robot.name}-command-writer", daemon=True)
+        shorten_gil_switch()
         self._thread.start()
 
     def read_state(self) -> RobotState:
@@ -186,6 +187,7 @@ class DdsDriver:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(1.0)
+            restore_gil_switch()
         self._thread = None
         if self._reader is not None:
             # Remove the listener first: set_listener waits out a callback in flight. Deleting the reader

@@ -34,6 +34,7 @@ from typing import Protocol
 from embody import exits
 
 from .interface import RobotInterface
+from .realtime import POLICY_PRIORITY, realtime_thread
 from .supervisor import Phase, PhaseError, SafetySupervisor
 
 log = logging.getLogger("embody.hardware.session")
@@ -62,6 +63,7 @@ class SessionConfig:
     ramp_timeout_s: float = 5.0  # beyond the supervisor's ramp_s, for the ramp to reach HOLD
     connect_timeout_s: float = 10.0
     signals: bool = True  # SIGINT/SIGTERM → e-stop while the session runs (main thread only)
+    realtime_priority: int | None = POLICY_PRIORITY  # the step loop under SCHED_FIFO where permitted; None: normal
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.rate_hz) and self.rate_hz > 0):
@@ -212,14 +214,15 @@ class SupervisedSession:
         period, limit = 1.0 / self.config.rate_hz, self.config.duration_s
         t0 = next_t = time.monotonic()
         try:
-            while limit is None or time.monotonic() - t0 < limit:
-                self._check()
-                more = step(self.ticks, time.monotonic() - t0)
-                self.ticks += 1
-                self._check()
-                if not more:
-                    break
-                next_t = pace(next_t, period)
+            with realtime_thread(self.config.realtime_priority, "session step loop"):
+                while limit is None or time.monotonic() - t0 < limit:
+                    self._check()
+                    more = step(self.ticks, time.monotonic() - t0)
+                    self.ticks += 1
+                    self._check()
+                    if not more:
+                        break
+                    next_t = pace(next_t, period)
         finally:
             self.loop_s = time.monotonic() - t0
 

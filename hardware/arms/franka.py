@@ -52,6 +52,7 @@ from embody import extras
 from embody.robots import RobotSpec, RobotState
 
 from ..interface import CartesianCommand, JointCommand, RobotConnectionError
+from ..realtime import scheduling_kept
 from ..supervisor import SafetySupervisor
 from .base import ArmDriver, log
 from .poses import column_major_to_pose, quat_to_axis_angle
@@ -220,8 +221,9 @@ class FrankaArm(ArmDriver):
         rt = franka.RealtimeConfig.kEnforce if self.enforce_realtime else franka.RealtimeConfig.kIgnore
         try:
             # Unbounded and holding the GIL (see timeouts.py): reached only right after the probe answered.
-            robot = franka.Robot(self.host, rt)
-            first = robot.read_once()
+            with scheduling_kept():  # libfranka raises the caller's thread to SCHED_FIFO 99 and leaves it there
+                robot = franka.Robot(self.host, rt)
+                first = robot.read_once()
         except Exception as e:  # pylibfranka raises FrankaException or RuntimeError subclasses
             raise RobotConnectionError(
                 f"libfranka could not connect to the Franka arm at {where} (its research "

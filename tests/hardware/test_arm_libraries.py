@@ -3,6 +3,7 @@ loopback, where the extras are installed (the rest of the backends' tests: test_
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -231,10 +232,11 @@ def test_real_ur_rtde_tcp_force_is_rotated_into_the_tool_frame(fake_controller):
 def test_real_pylibfranka_fails_fast_on_an_incompatible_controller(fake_controller):
     ctl = fake_controller("franka")
     arm = FrankaArm(ctl.host, enforce_realtime=False)
-    t0 = time.monotonic()
+    t0, scheduling = time.monotonic(), (os.sched_getscheduler(0), os.sched_getparam(0))
     with pytest.raises(RobotConnectionError, match="(?i)incompatible") as e:
         arm.connect(timeout_s=2.0)
     assert time.monotonic() - t0 < 2.0
+    assert (os.sched_getscheduler(0), os.sched_getparam(0)) == scheduling  # libfranka raised it to FIFO 99
     assert f"{ctl.host}:{fr.FRANKA_PORT}" in str(e.value) and "version 77" in str(e.value)
     assert arm.server_version == 77
     packets = ctl.first_packets()

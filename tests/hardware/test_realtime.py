@@ -24,12 +24,17 @@ def test_make_realtime_switches_only_the_calling_thread():
         ok = make_realtime(10, "test")
         return ok, os.sched_getscheduler(0), os.sched_getparam(0).sched_priority
 
+    before = os.sched_getscheduler(0), os.sched_getparam(0).sched_priority
     assert _in_thread(run) == (True, os.SCHED_FIFO, 10)
-    assert os.sched_getscheduler(0) == os.SCHED_OTHER  # the caller's own thread is untouched
+    assert (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority) == before  # the caller is untouched
 
 
 def test_no_priority_leaves_the_thread_alone_and_bad_priorities_are_refused():
-    assert _in_thread(lambda: (make_realtime(None, "test"), os.sched_getscheduler(0))) == (False, os.SCHED_OTHER)
+    def run():
+        before = os.sched_getscheduler(0), os.sched_getparam(0).sched_priority
+        return make_realtime(None, "test"), (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority) == before
+
+    assert _in_thread(run) == (False, True)
     with pytest.raises(ValueError, match="real-time priority 120 for test: must be in 1..99"):
         make_realtime(120, "test")
 

@@ -193,3 +193,23 @@ def test_deploy_replay_and_teleop_end_a_fault_identically(peg_run, monkeypatch, 
     }
     for name, s in summaries.items():
         assert REASON[fault] in s["fault"] and s["counters"][COUNTER[fault]] == 1 == s["counters"]["faults"], name
+
+
+def test_the_step_loop_runs_under_sched_fifo_where_permitted_and_is_restored(h1):
+    import os
+
+    from embody.hardware.realtime import POLICY_PRIORITY, permitted
+
+    driver, seen = FakeRobot(h1), []
+
+    def step(tick, t):
+        seen.append((os.sched_getscheduler(0), os.sched_getparam(0).sched_priority))
+        return tick < 3
+
+    before = os.sched_getscheduler(0), os.sched_getparam(0).sched_priority  # a library may have changed it
+    assert SupervisedSession(driver, FAST).run(step).fault is None
+    assert set(seen) == {(os.SCHED_FIFO, POLICY_PRIORITY) if permitted(POLICY_PRIORITY) else before}
+    assert (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority) == before
+    seen.clear()
+    SupervisedSession(FakeRobot(h1), dataclasses.replace(FAST, realtime_priority=None)).run(step)
+    assert set(seen) == {before}
