@@ -205,8 +205,8 @@ class VideoReader:
         targets = np.unique(wanted)
         got = self._decode_runs(self._runs(self._positions(from_ts, fps, targets)), from_ts, fps, set(targets.tolist()))
         missing = [int(i) for i in targets if int(i) not in got]
-        if missing:
-            raise LookupError(f"frames {missing[:5]}{'...' if len(missing) > 5 else ''} not found")
+        if missing:  # a stream shaped unlike ours: the demuxer's seek and decode (LookupError if truly absent)
+            got.update(zip(missing, decode(self.path, from_ts, fps, np.array(missing), container=self._container)))
         return np.stack([got[int(i)] for i in wanted])
 
     def _positions(self, from_ts: float, fps: int, targets: np.ndarray) -> list[int]:
@@ -227,12 +227,20 @@ class VideoReader:
         """
         runs: list[list[int]] = []
         for j in positions:
-            start = max(int(self._key_before[j]), 0)
+            start = self._start(j)
             if runs and start <= runs[-1][1] + 1:
                 runs[-1][1] = max(runs[-1][1], j)
             else:
                 runs.append([start, j])
         return [(a, b) for a, b in runs]
+
+    def _start(self, j: int) -> int:
+        """Where decoding packet ``j`` starts: the last keyframe before it in decode order that is not
+        shown after it (an open-GOP keyframe's leading frames need the keyframe before it)."""
+        k = int(self._key_before[j])
+        while k > 0 and self._pts[k] > self._pts[j]:
+            k = int(self._key_before[k - 1])
+        return max(k, 0)
 
     def _decode_runs(self, runs, from_ts: float, fps: int, targets: set[int]) -> dict[int, np.ndarray]:
         import av
