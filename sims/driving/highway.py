@@ -287,9 +287,9 @@ class FastRoad(Road):
       vehicles act as usual. ``neighbour_vehicles`` (MOBIL's queries) reads the positions cached for
       the whole ``act`` (nothing moves while vehicles decide).
     * ``step``: the bicycle model and the closest-lane search for IDM traffic and the ego at once
-      (traffic.kinematic_step); collision checks only between pairs farther apart than
-      highway-env's own spherical pre-check bound are skipped (a 1e-6 m margin keeps borderline
-      pairs for the exact check).
+      (traffic.kinematic_step); the exact collision check only for pairs within highway-env's own
+      spherical pre-check bound that a separating axis does not already keep apart
+      (traffic.may_touch; 1e-6 m margins keep borderline pairs for the exact check).
     Other roads (curved lanes, connected-lane neighbour search, recorded history) take
     highway-env's loops.
     """

@@ -1,16 +1,17 @@
 """highway-env's IDM traffic, one scene at a time in numpy: the decisions and kinematics of every
 vehicle on straight lanes as array operations, with highway-env's results.
 
-``FastRoad`` (highway.py) hands two groups to this module each integration step:
+On a road network whose lanes are all ``StraightLane``s, ``FastRoad`` (highway.py) hands this
+module each integration step:
 
-* ``idm_act``: plain ``IDMVehicle``s whose current and target lanes are ``StraightLane``s, after
-  each has run its own lane-change policy (MOBIL, in vehicle order, as highway-env does). The
-  lane-keeping steering (``ControlledVehicle.steering_control``) and the IDM acceleration against
-  the front vehicle on the current lane (and on the target lane while changing) are computed for
-  all of them at once. Nothing they read changes while vehicles decide, which is what lets the
-  scene be batched.
+* ``idm_act``: the plain ``IDMVehicle``s, after each has run its own lane-change policy (MOBIL,
+  in vehicle order, as highway-env does): their lane-keeping steering
+  (``ControlledVehicle.steering_control``) and IDM acceleration against the front vehicle on the
+  current lane (and on the target lane while changing), for all at once. Nothing these read
+  changes while vehicles decide, which is what lets the scene be batched.
 * ``kinematic_step``: vehicles whose step is ``IDMVehicle.step``/``Vehicle.step`` (IDM traffic and
-  the ego) on a road network of straight lanes: the bicycle model, then the closest lane.
+  the ego): the bicycle model, then the closest lane.
+* ``may_touch``: which nearby pairs the exact collision check could flag.
 
 Every formula keeps highway-env's operand order, and numpy's elementwise sin/cos/tan/arctan/arcsin/
 power are the same functions its scalar calls use, so results are equal bit for bit (tested against
