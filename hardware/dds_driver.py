@@ -1,9 +1,9 @@
 """A RobotInterface over DDS, for any robot whose messages a ``Codec`` describes (extra ``hardware``).
 
 A writer thread publishes commands at a fixed rate (500 Hz for the H1-2, as the vendor's deploy
-code does), under SCHED_FIFO where the system allows it (hardware/realtime.py): each tick it asks the safety supervisor for the command (which also runs the
-watchdog, so a policy that stops or a robot that goes silent still ends in damping) and echoes
-what the robot asks to be echoed. States arrive from a DDS thread; those failing their CRC are
+code does), under SCHED_FIFO where the system allows it (hardware/realtime.py): each tick it asks
+the safety supervisor for the command (which also runs the watchdog, so a policy that stops or a
+robot that goes silent still ends in damping) and echoes what the robot asks to be echoed. States arrive from a DDS thread; those failing their CRC are
 dropped and counted, malformed ones too. The policy runs at its own rate (50 Hz) and hands
 commands over with ``send_command``. The writer thread never dies silently: a failure damps the
 robot, and the next ``read_state``/``send_command`` raises it.

@@ -4,7 +4,7 @@ On a loaded machine the kernel's fair scheduler lets a busy process (a training,
 delay a sleeping writer by several milliseconds each time it wakes. ``SCHED_FIFO`` makes the thread
 preempt every normal thread the moment its sleep ends. It needs root, ``CAP_SYS_NICE`` or an
 ``rtprio`` limit (``/etc/security/limits.conf``: ``USER - rtprio 90``) on the robot's computer;
-without them the thread keeps running at normal priority and says so once.
+without them the thread keeps running at normal priority and a warning says so.
 
 Priority alone does not help a Python thread waiting for the GIL: the writer waits for whichever
 thread holds it. ``shorten_gil_switch`` bounds that wait while a driver runs (a deploy's policy step
@@ -70,19 +70,6 @@ def make_realtime(priority: int | None, name: str) -> bool:
 
 
 @contextlib.contextmanager
-def realtime_thread(priority: int | None, name: str):
-    """The calling thread under SCHED_FIFO at ``priority`` for the ``with`` block (where permitted),
-    its previous scheduling restored after; yields whether it ran real-time."""
-    before = (os.sched_getscheduler(0), os.sched_getparam(0)) if hasattr(os, "sched_getscheduler") else None
-    ok = make_realtime(priority, name)
-    try:
-        yield ok
-    finally:
-        if ok:
-            os.sched_setscheduler(0, *before)
-
-
-@contextlib.contextmanager
 def scheduling_kept():
     """The calling thread's scheduling as it was before the block, also when the block raised (pylibfranka
     leaves a thread that failed to connect under SCHED_FIFO 99, measured)."""
@@ -92,6 +79,14 @@ def scheduling_kept():
     finally:
         if before is not None and (os.sched_getscheduler(0), os.sched_getparam(0)) != before:
             os.sched_setscheduler(0, *before)
+
+
+@contextlib.contextmanager
+def realtime_thread(priority: int | None, name: str):
+    """The calling thread under SCHED_FIFO at ``priority`` for the ``with`` block (where permitted),
+    its previous scheduling restored after; yields whether it ran real-time."""
+    with scheduling_kept():
+        yield make_realtime(priority, name)
 
 
 # A thread waiting for the GIL asks its holder to drop it only after the switch interval (5 ms by
