@@ -127,8 +127,7 @@ def ours_loop(robot, domain: int, seconds: float, realtime_priority: int | None 
     from embody.hardware.unitree.h1_2 import H1_2Driver
 
     sup = SafetySupervisor(robot, SupervisorConfig(ramp_s=1.0))
-    driver = H1_2Driver(iface="lo", domain=domain, supervisor=sup, robot=robot)
-    driver.realtime_priority = realtime_priority
+    driver = H1_2Driver(iface="lo", domain=domain, supervisor=sup, robot=robot, realtime_priority=realtime_priority)
     driver.connect(10.0)
     with driver:
         sup.start_ramp()
@@ -186,15 +185,12 @@ def policy_thread(busy_ms: float, priority: int | None = None, period_s: float =
 
     def run():
         with realtime_thread(priority, "bench policy"):
-            loop()
-
-    def loop():
-        while not stop.is_set():
-            start, x = time.perf_counter(), 0
-            while time.perf_counter() - start < busy_ms / 1000:
-                for i in range(100):
-                    x += i
-            stop.wait(max(0.0, period_s - (time.perf_counter() - start)))
+            while not stop.is_set():
+                start, x = time.perf_counter(), 0
+                while time.perf_counter() - start < busy_ms / 1000:
+                    for i in range(100):
+                        x += i
+                stop.wait(max(0.0, period_s - (time.perf_counter() - start)))
 
     thread = threading.Thread(target=run, name="bench-policy", daemon=True)
     if busy_ms > 0:

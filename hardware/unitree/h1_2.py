@@ -14,6 +14,7 @@ from embody.rotations import quat_to_rpy
 
 from ..dds_driver import CrcMismatch, DdsDriver
 from ..interface import JointCommand
+from ..realtime import DEFAULT_PRIORITY
 from ..supervisor import SafetySupervisor, SupervisorConfig
 from . import messages as msg
 from . import wire
@@ -126,7 +127,9 @@ class H1_2Driver(DdsDriver):
         supervisor: SafetySupervisor | None = None,
         robot: RobotSpec | None = None,
         rate_hz: float = WRITER_HZ,
+        realtime_priority: int | None = DEFAULT_PRIORITY,
     ):
         from embody.robots import get_robot
 
-        super().__init__(UnitreeHgCodec(), robot or get_robot("h1_2"), iface, domain, supervisor, rate_hz)
+        robot = robot or get_robot("h1_2")
+        super().__init__(UnitreeHgCodec(), robot, iface, domain, supervisor, rate_hz, realtime_priority)
