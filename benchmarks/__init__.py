@@ -40,13 +40,15 @@ def best_seconds(fn, n: int, repeats: int = 3) -> float:
 
 
 def save_results(out: str | None, result) -> None:
-    """``OUT/results.json`` when ``--out`` was given."""
+    """``OUT/results.json`` when ``--out`` was given (atomically: an interrupted run keeps the previous one)."""
     if out:
         import json
         from pathlib import Path
 
+        from embody.files import write_atomic
+
         Path(out).mkdir(parents=True, exist_ok=True)
-        Path(out, "results.json").write_text(json.dumps(result, indent=2))
+        write_atomic(Path(out, "results.json"), json.dumps(result, indent=2))
 
 
 def run_benchmark(name: str | None, argv: list[str]) -> int:
