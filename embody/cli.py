@@ -23,6 +23,7 @@ from embody.commands import (
     nonneg_int,
     positive_float,
     positive_int,
+    rt_priority,
 )
 
 CORE_COMMAND_MODULES = ("embody.planners.cli", "embody.sims.driving.cli", "embody.robots.cli")  # plan, drive, motion
@@ -278,7 +279,7 @@ def _robot_sim_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--duration", type=positive_float, help="seconds to serve (default: until Ctrl-C)")
     p.add_argument(
         "--realtime",
-        type=int,
+        type=rt_priority,
         nargs="?",
         const=80,
         metavar="PRIORITY",

@@ -113,6 +113,7 @@ any_int = _number(int, lambda v: True, "an integer")  # seeds and ids: any integ
 positive_float = _number(float, lambda v: v > 0, "a number > 0")
 nonneg_float = _number(float, lambda v: v >= 0, "a number >= 0")
 fraction = _number(float, lambda v: 0 <= v <= 1, "a number in [0, 1]")
+rt_priority = _number(int, lambda v: 1 <= v <= 99, "a real-time priority in 1..99")
 
 
 def floats(text: str) -> list[float]:

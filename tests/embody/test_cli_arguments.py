@@ -89,6 +89,7 @@ BAD = {
     "a number > 0": ["0", "-1", "nan", "inf", "x"],
     "a number >= 0": ["-0.5", "nan", "x"],
     "a number in [0, 1]": ["-0.1", "1.5", "nan"],
+    "a real-time priority in 1..99": ["0", "100", "x"],
 }
 
 
