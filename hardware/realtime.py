@@ -47,8 +47,9 @@ def permitted(priority: int | None) -> bool:
 
 
 def make_realtime(priority: int | None, name: str) -> bool:
-    """Put the calling thread under SCHED_FIFO at ``priority`` (1–99; None or 0: leave it as it is).
-    Returns whether it now runs real-time; logs a warning naming ``name`` when it could not."""
+    """Put the calling thread under SCHED_FIFO at ``priority`` (1–99; None or 0: leave it as it is); the
+    threads it starts do not inherit it. Returns whether it now runs real-time; logs a warning naming
+    ``name`` when it could not."""
     if not priority:
         return False
     if not 1 <= priority <= 99:
@@ -56,8 +57,10 @@ def make_realtime(priority: int | None, name: str) -> bool:
     if not hasattr(os, "sched_setscheduler"):
         log.warning("%s: no SCHED_FIFO on this platform; running at normal priority", name)
         return False
+    # RESET_ON_FORK: threads and processes it starts (a torch pool, a video encoder) begin at normal priority
+    policy = os.SCHED_FIFO | getattr(os, "SCHED_RESET_ON_FORK", 0)
     try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))  # 0: this thread (Linux)
+        os.sched_setscheduler(0, policy, os.sched_param(priority))  # 0: this thread (Linux)
     except OSError as e:
         log.warning(
             "%s: SCHED_FIFO %d refused (%s); running at normal priority (needs root, CAP_SYS_NICE or an rtprio limit)",

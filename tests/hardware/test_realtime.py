@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from embody.hardware.realtime import make_realtime, permitted
+from embody.hardware.realtime import make_realtime, permitted, realtime_thread
 
 needs_fifo = pytest.mark.skipif(not permitted(1), reason="this process may not use SCHED_FIFO (not root, no rtprio)")
 
@@ -22,11 +22,20 @@ def _in_thread(fn):
 def test_make_realtime_switches_only_the_calling_thread():
     def run():
         ok = make_realtime(10, "test")
-        return ok, os.sched_getscheduler(0), os.sched_getparam(0).sched_priority
+        return ok, os.sched_getscheduler(0) & ~os.SCHED_RESET_ON_FORK, os.sched_getparam(0).sched_priority
 
     before = os.sched_getscheduler(0), os.sched_getparam(0).sched_priority
     assert _in_thread(run) == (True, os.SCHED_FIFO, 10)
     assert (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority) == before  # the caller is untouched
+
+
+@needs_fifo
+def test_threads_started_by_a_realtime_thread_run_at_normal_priority():
+    def run():  # e.g. a torch thread pool or a video encoder started inside the session's step loop
+        with realtime_thread(10, "test"):
+            return _in_thread(lambda: (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority))
+
+    assert _in_thread(run) == (os.SCHED_OTHER, 0)
 
 
 def test_no_priority_leaves_the_thread_alone_and_bad_priorities_are_refused():
