@@ -8,6 +8,21 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(tempfile.gettempdir(), "embody-jax-cache"))
 
 
+@pytest.fixture(autouse=True)
+def _scheduling_unchanged():
+    """Fails a test that leaves pytest's thread real-time, and restores it: every process started later would
+    inherit SCHED_FIFO (SVT-AV1's encoder and libfranka raise their caller to SCHED_FIFO 99 as root; a Rerun
+    viewer started after one spun at that priority and starved a CI run until its time limit)."""
+    before = os.sched_getscheduler(0), os.sched_getparam(0)
+    yield
+    after = os.sched_getscheduler(0), os.sched_getparam(0)
+    if after != before:
+        os.sched_setscheduler(0, *before)
+        pytest.fail(
+            f"the test left pytest's thread under scheduling policy {after[0]}, priority {after[1].sched_priority}"
+        )
+
+
 @pytest.fixture(scope="module")
 def peg_robot_sim(request):
     """robot-sim of the peg arm on loopback DDS in the requesting test module's ``DOMAIN``; yields

@@ -13,6 +13,7 @@ from dataset_helpers import write_dataset  # noqa: E402
 from embody.datasets import EpisodeDataset, _video, compact, load  # noqa: E402
 from embody.datasets import reader as reader_module  # noqa: E402
 from embody.datasets.stats import ImageStats  # noqa: E402
+from embody.hardware.realtime import scheduling_kept  # noqa: E402
 
 CAM = "observation.images.front"
 
@@ -119,7 +120,8 @@ def write_clip(path, codec: str, options: dict, n: int = 30, size: int = 64) -> 
     """An MP4 of ``n`` moving gradients; returns its frames decoded in one pass (the reference)."""
     import av
 
-    with av.open(str(path), "w", format="mp4") as c:
+    # SVT-AV1 leaves its caller under SCHED_FIFO 99 when run as root
+    with scheduling_kept(), av.open(str(path), "w", format="mp4") as c:
         s = c.add_stream(codec, rate=10)
         s.width = s.height = size
         s.pix_fmt, s.options = "yuv420p", options
