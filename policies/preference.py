@@ -9,6 +9,12 @@ is better (first, second, equal, or skip), fit the ensemble by Bradley–Terry o
 the whole replay buffer with its mean reward. The first session also resets SAC's critics (they had learned the
 exploration reward).
 
+Foresight (PRIMT): trajectories synthesized outside the agent's experience (``PreferenceLearner.add_foresight``,
+e.g. a planner's waypoints tracked by a controller) warm-start the query buffer, not the replay buffer: they are
+cut into segments, the newest ``foresight_pool`` kept, and each candidate segment of a session is drawn from them
+with probability P / (P + H) (P pool segments, H the segments the recent history holds), so the agent's own
+experience displaces them as it grows. Queries early on then compare purposeful behaviour with random.
+
 Labels: 0 the first segment is better, 1 the second, 0.5 equal (a soft target), NaN skipped/unsure (not kept).
 Teachers implement ``Teacher``; ``ScriptedTeacher`` reads the env's true reward with B-Pref's noise models (Lee et
 al. 2021b): ``beta`` (rationality of a Bradley–Terry choice; inf: always the larger return), ``gamma`` (myopia:
@@ -57,6 +63,7 @@ class PreferenceConfig:
     batch: int = 128  # pairs per gradient step
     entropy_k: int = 5  # k-th nearest neighbour of the exploration reward
     entropy_refs: int = 10_000  # buffer states it measures distances to
+    foresight_pool: int = 300  # foresight segments kept in the query buffer (PRIMT's size)
     # the scripted teacher (B-Pref): perfectly rational and far-sighted by default
     beta: float = math.inf
     gamma: float = 1.0
@@ -75,7 +82,8 @@ class Teacher(Protocol):
     """Answers queries: ``pairs`` holds ``obs`` (k, 2, L, o), ``actions`` (k, 2, L, a) and ``rewards`` (k, 2, L) (the
     env's, which only a scripted teacher may read); returns labels (k,): 0, 1, 0.5 or NaN (see the module). A
     teacher may also have ``aux_loss(model, obs (B, 2, L, o), actions, labels (B,)) → scalar``, added to the reward
-    model's loss (e.g. PRIMT's hindsight)."""
+    model's loss (e.g. PRIMT's hindsight), and ``foresight``: trajectories obs (N, T, o), actions (N, T, a) and
+    the env's rewards (N, T) for the query buffer (``PreferenceLearner.add_foresight``)."""
 
     def label(self, pairs: dict[str, np.ndarray]) -> np.ndarray: ...
 
@@ -279,11 +287,30 @@ class PreferenceLearner:
         self.dataset = PreferenceDataset()
         self.rng = np.random.default_rng(seed)
         self.queries = self.sessions = 0  # queries asked (skipped ones count against the budget too)
+        self.foresight_queries = 0  # queries with a foresight segment in them
         self.next_session = 0  # env steps
         self.accuracy = float("nan")
         self.entropy_scale = Normalizer(1)
         # an extra term of the reward model's loss, from the teacher when it has one (see ``Teacher``)
         self.aux_loss: Callable[..., torch.Tensor] | None = getattr(teacher, "aux_loss", None)
+        self.pool: dict[str, np.ndarray] = {}  # foresight segments: obs (P, L, o), actions (P, L, a), rewards (P, L)
+        if (trajectories := getattr(teacher, "foresight", None)) is not None:
+            self.add_foresight(trajectories)
+
+    def add_foresight(self, trajectories: dict[str, np.ndarray]) -> None:
+        """Cut trajectories obs (N, T, o), actions (N, T, a), rewards (N, T) into segments of ``segment`` steps
+        (T // L per trajectory, the remainder dropped) and add them to the query buffer's foresight pool, keeping
+        the newest ``foresight_pool``."""
+        L = self.config.segment
+        n, t = trajectories["rewards"].shape
+        if t < L:
+            raise ValueError(f"foresight trajectories of {t} steps are shorter than preference.segment={L}")
+        cut = {}
+        for key in ("obs", "actions", "rewards"):
+            v = np.asarray(trajectories[key][:, : t // L * L], np.float32)
+            cut[key] = v.reshape(n * (t // L), L, *v.shape[2:])
+        merged = {k: np.concatenate([self.pool[k], v]) if self.pool else v for k, v in cut.items()}
+        self.pool = {k: v[-self.config.foresight_pool :] for k, v in merged.items()}
 
     # -- SAC's RewardLearner ------------------------------------------------------------------
     def observe(self, sac, rows: dict[str, np.ndarray], done: np.ndarray) -> None:
@@ -314,8 +341,9 @@ class PreferenceLearner:
 
     def metrics(self) -> dict[str, float]:
         """Labels kept so far, the share of strict ones that agree with the env's reward (the teacher's accuracy),
-        the ensemble's accuracy on them, and the Spearman correlation of its segment returns with the env's on 256
-        fresh segments from recent history (NaN before the first session)."""
+        the ensemble's accuracy on them, the Spearman correlation of its segment returns with the env's on 256
+        fresh segments from recent history (NaN before the first session), and the queries that held a foresight
+        segment."""
         rho = float("nan")
         seg = self.history.sample(256, self.config.segment, self.rng) if self.sessions else None
         if seg is not None:
@@ -330,6 +358,7 @@ class PreferenceLearner:
             "label_agreement": self.dataset.agreement(),
             "reward_accuracy": self.accuracy,
             "reward_spearman": rho,
+            "foresight_queries": float(self.foresight_queries),
         }
 
     # -- feedback sessions ------------------------------------------------------------------
@@ -340,14 +369,27 @@ class PreferenceLearner:
         pairs = self.history.pairs(k * (c.candidates if c.selection == "disagreement" else 1), c.segment, self.rng)
         if pairs is None:
             return False
+        foresight = self.mix_foresight(pairs) if self.pool else np.zeros(pairs["rewards"].shape[:2], bool)
         if c.selection == "disagreement":
             keep = np.argsort(-self.disagreement(pairs))[:k]
-            pairs = {key: v[keep] for key, v in pairs.items()}
+            pairs, foresight = {key: v[keep] for key, v in pairs.items()}, foresight[keep]
+        self.foresight_queries += int(foresight.any(1).sum())
         self.dataset.add(pairs, np.asarray(self.teacher.label(pairs), dtype=np.float64))
         self.queries += k
         self.sessions += 1
         self.fit()
         return True
+
+    def mix_foresight(self, pairs: dict[str, np.ndarray]) -> np.ndarray:
+        """Replace each candidate segment of ``pairs`` by a random foresight segment with probability P / (P + H)
+        (the module docstring), in place; which ones were (k, 2)."""
+        size = len(self.pool["rewards"])
+        share = size / (size + self.history.filled * self.history.n / self.config.segment)
+        take = self.rng.random(pairs["rewards"].shape[:2]) < share  # (k, 2)
+        pick = self.rng.integers(0, size, int(take.sum()))
+        for key in ("obs", "actions", "rewards"):
+            pairs[key][take] = self.pool[key][pick]
+        return take
 
     @torch.no_grad()
     def disagreement(self, pairs: dict[str, np.ndarray]) -> np.ndarray:

@@ -18,7 +18,8 @@ from pathlib import Path
 from embody import exits
 from embody.commands import add_set, any_int, nonneg_int, positive_float, positive_int
 
-TEACHERS = ("scripted", "text", "visual", "fused", "fused+hindsight", "person")
+JUDGED = ("text", "visual", "fused", "fused+hindsight", "fused+foresight", "fused+foresight+hindsight")
+TEACHERS = ("scripted", *JUDGED, "person")
 
 
 def add_judge_arguments(p: argparse.ArgumentParser) -> None:
@@ -48,12 +49,13 @@ def judge_teacher(cfg, teacher: str, judges: Judges) -> Iterator:
     from embody.chat import ChatClient, LoopbackChatServer
 
     from .briefs import brief_for
+    from .foresight import ForesightConfig, synthesize
     from .hindsight import HindsightLoss
     from .judges import TextJudge, VisualJudge
     from .standins import text_standin, visual_standin
     from .teacher import PRIMTTeacher
 
-    if teacher not in ("text", "visual", "fused", "fused+hindsight", "person"):
+    if teacher not in (*JUDGED, "person"):
         yield None
         return
     brief = brief_for(cfg.task)
@@ -70,11 +72,14 @@ def judge_teacher(cfg, teacher: str, judges: Judges) -> Iterator:
             print(f"{kind} judge: the information-limited stand-in on {url}", file=sys.stderr)
             return url
 
-        text = visual = None
-        fused = teacher.startswith("fused")
+        text = visual = foresight = None
+        parts, plans = teacher.split("+"), ForesightConfig()
+        fused = parts[0] == "fused"
         if teacher == "text" or fused:
             client = ChatClient(endpoint(judges.llm_url, text_standin, "text"), judges.llm_model)
             text = TextJudge(client, brief, judges.repeats)
+        if "foresight" in parts:  # the plan is asked of the text judge
+            foresight = synthesize(cfg, text.client, plans, cfg.seed)
         if teacher == "visual" or fused:
             from embody.runs import build_env
 
@@ -84,7 +89,11 @@ def judge_teacher(cfg, teacher: str, judges: Judges) -> Iterator:
             visual = VisualJudge(client, brief, judges.repeats, task=env.task)
             stack.callback(visual.renderer.close)
         yield PRIMTTeacher(
-            text=text, visual=visual, aux_loss=HindsightLoss() if teacher.endswith("hindsight") else None
+            text=text,
+            visual=visual,
+            aux_loss=HindsightLoss() if "hindsight" in parts else None,
+            foresight=foresight,
+            plans=plans.stats,
         )
 
 

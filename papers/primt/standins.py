@@ -28,9 +28,15 @@ def _user_text(body: dict) -> str:
     return "\n".join(p.get("text", "") for p in _parts(body))
 
 
+PLAN = {"waypoints": [[0.5, 0.5, 1.0], [1.0, 1.0, 1.0]]}  # to the target's height halfway, then to the target
+
+
 def text_standin(body: dict, tie: float = 1e-3) -> str:
-    """The answer to one chat-completions request ``body`` (see the module)."""
+    """The answer to one chat-completions request ``body`` (see the module); asked for a foresight plan
+    (``foresight.plan_prompt``), the fixed ``PLAN``: the prompt holds no numbers to plan from."""
     goals, segments, current = [], {}, None
+    if "\nPlan: " in _user_text(body):
+        return json.dumps(PLAN)
     for line in _user_text(body).splitlines():
         if m := re.fullmatch(r"Goal: (maximize|minimize) (.+)", line.strip()):
             goals.append((m[1], m[2]))

@@ -4,7 +4,8 @@ teacher, over seeds, as resumable jobs of the core runner (``embody.jobs``).
 Arms: ``true`` (SAC on the env's reward: the upper bound), ``scripted`` (B-Pref's teacher from the true reward,
 no noise by default), ``text``, ``visual`` and ``fused`` (the text judge, the visual judge, both fused: the
 information-limited stand-ins on loopback, or the models at ``llm_url`` / ``vlm_url``), ``fused+hindsight``
-(fused, with hindsight's causal loss). Each job trains one arm at one budget into OUT/runs/JOB/ and keeps its evaluation and its last
+(fused, with hindsight's causal loss), ``fused+foresight+hindsight`` (also foresight trajectories in the query
+buffer; ``fused+foresight`` is a valid arm for the ablation). Each job trains one arm at one budget into OUT/runs/JOB/ and keeps its evaluation and its last
 metrics row (feedback kept, the labels' agreement with the true reward, the reward model's Spearman correlation
 with the true segment returns on fresh segments of the final policy's experience) and the judge's counters.
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from embody.jobs import Job, JobStore, run_jobs
 
-ARMS = ("true", "scripted", "text", "visual", "fused", "fused+hindsight")
+ARMS = ("true", "scripted", "text", "visual", "fused", "fused+hindsight", "fused+foresight+hindsight")
 
 
 @dataclass
@@ -121,8 +122,8 @@ def run_study(cfg: StudyConfig, out: Path, command: str, log=print) -> dict:
     from .report import write
 
     for arm in cfg.arms:
-        if arm not in ARMS:
-            raise ValueError(f"unknown arm {arm!r}; valid: {', '.join(ARMS)}")
+        if arm not in (*ARMS, "fused+foresight"):
+            raise ValueError(f"unknown arm {arm!r}; valid: {', '.join(ARMS)}, fused+foresight")
     store = JobStore(out, asdict(replace(cfg, seeds=[])))
     results = run_jobs(partial(run_job, cfg, out), jobs(cfg), store, label="primt study", log=log)
     return write(list(results.values()), asdict(cfg), out, command, log)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from .foresight import PlanStats
 from .fusion import FusionWeights, fuse
 from .hindsight import HindsightLoss
 from .judges import ChatJudge
@@ -15,12 +16,14 @@ from .judges import ChatJudge
 class PRIMTTeacher:
     """Labels pairs with ``text`` and/or ``visual`` judges (``embody.policies.preference.Teacher``): one judge's
     majority, or both fused (``fusion``); unsure → 0.5. With ``aux_loss``, the reward model also learns from
-    hindsight counterfactuals."""
+    hindsight counterfactuals; with ``foresight``, those trajectories warm-start the query buffer."""
 
     text: ChatJudge | None = None
     visual: ChatJudge | None = None
     fusion: FusionWeights = field(default_factory=FusionWeights)
     aux_loss: HindsightLoss | None = None  # hindsight's causal loss, picked up by the core's preference learner
+    foresight: dict[str, np.ndarray] | None = None  # trajectories for the query buffer, picked up the same way
+    plans: PlanStats | None = None  # the foresight plans asked of the text judge
 
     def __post_init__(self):
         if self.text is None and self.visual is None:
@@ -33,4 +36,7 @@ class PRIMTTeacher:
         return fuse(*verdicts, self.fusion)
 
     def stats(self) -> dict[str, dict[str, int]]:
-        return {name: j.stats.as_dict() for name, j in (("text", self.text), ("visual", self.visual)) if j}
+        out = {name: j.stats.as_dict() for name, j in (("text", self.text), ("visual", self.visual)) if j}
+        if self.foresight is not None:
+            out["foresight"] = {"trajectories": len(self.foresight["rewards"]), **asdict(self.plans or PlanStats())}
+        return out

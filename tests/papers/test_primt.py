@@ -135,15 +135,18 @@ def test_the_tiny_study_writes_its_report_and_resumes(tmp_path, capsys):
     assert main(["primt", "study", "--scale", "tiny", "--out", str(out)]) == 0
     result = json.loads((out / "results.json").read_text())
     arms = {(e["arm"], e["budget"]) for e in result["table"]}
-    assert arms == {("true", 0), *((a, 16) for a in ("scripted", "text", "visual", "fused", "fused+hindsight"))}
+    judged = ("scripted", "text", "visual", "fused", "fused+hindsight", "fused+foresight+hindsight")
+    assert arms == {("true", 0), *((a, 16) for a in judged)}
     text = next(e for e in result["table"] if e["arm"] == "text")
     assert text["judges"]["text"]["asked"] == 2 * 16 and text["feedback"] == 16
+    foresight = next(e for e in result["table"] if e["arm"] == "fused+foresight+hindsight")
+    assert foresight["judges"]["foresight"]["trajectories"] == 200
     assert (out / "return_vs_budget.png").stat().st_size > 0 and "| cartpole-swingup | text | 16 |" in (
         out / "report.md"
     ).read_text()
     capsys.readouterr()
     assert main(["primt", "study", "--scale", "tiny", "--out", str(out)]) == 0
-    assert "resuming: 6 of 6 jobs" in capsys.readouterr().err
+    assert "resuming: 7 of 7 jobs" in capsys.readouterr().err
 
 
 def test_keyframes_keep_the_ends_held_poses_and_change_points():
@@ -311,3 +314,53 @@ def test_the_llm_bench_measures_a_judge_at_a_url(tmp_path, capsys):
         assert main(argv + ["--out", str(tmp_path / "bench")]) == 0
     result = json.loads((tmp_path / "bench" / "results.json").read_text())
     assert result["agreement"] == 1.0 and result["unsure"] == 0 and result["first_position_rate"] == 0.5
+
+
+@pytest.mark.parametrize(
+    "reply, plan",
+    [
+        ('{"waypoints": [[1, 1, 1]]}', [[1, 1, 1]]),
+        ('```json\n{"waypoints": [[0, 0, 1], [1.0, 1.0, 1.0]]}\n```', [[0, 0, 1], [1, 1, 1]]),
+        ('{"waypoints": []}', None),
+        ('{"waypoints": [[1, 1]]}', None),
+        ('{"waypoints": [[1, 1, "1"]]}', None),
+        ('{"waypoints": [[9, 1, 1]]}', None),  # far outside the start–target frame
+        ('{"waypoints": [[1, 1, 1]], "code": "import os"}', None),
+        ('{"waypoints": [[1, 1, 1]] * 9}', None),
+        ("def plan(): return [[1, 1, 1]]", None),
+    ],
+)
+def test_foresight_plans_are_parsed_strictly(reply, plan):
+    from embody.papers.primt.foresight import parse_plan
+
+    parsed = parse_plan(reply)
+    assert (parsed is None) if plan is None else parsed.tolist() == plan
+
+
+def test_foresight_tracks_the_judges_plan_and_swings_up_and_a_bad_plan_falls_back(tmp_path):
+    from embody.papers.primt.foresight import STRAIGHT, ForesightConfig, ask_plan, synthesize
+    from embody.papers.primt.standins import PLAN
+    from embody.runs import build_env
+    from embody.train import resolve_config
+
+    config = ForesightConfig(trajectories=16)
+    with LoopbackChatServer(respond=text_standin) as server:
+        reach = synthesize(resolve_config("arm-reach"), ChatClient(server.url, "m"), config, seed=0)
+    assert config.stats.asked == config.stats.parsed == 1
+    assert reach["obs"].shape == (16, 75, 33) and reach["actions"].shape == (16, 75, 7)
+    tip, target = reach["obs"][:, :, 14:17], reach["obs"][:, :, 27:30]
+    assert (np.linalg.norm(tip[:, -1] - target[:, -1], axis=1) < 0.02).mean() >= 0.9  # they reach and hold
+    start, mid = tip[:, 0], tip[:, 25]  # the stand-in's plan: the target's height first
+    assert np.abs(mid[:, 2] - target[:, 0, 2]).mean() < 0.5 * np.abs(start[:, 2] - target[:, 0, 2]).mean()
+    random = build_env(resolve_config("cartpole-swingup"), n_envs=16, evaluation=True)
+    random.reset()
+    rng = np.random.default_rng(0)
+    r_random = sum(random.step(rng.uniform(-1, 1, (16, 1)).astype(np.float32))[1] for _ in range(250))
+    random.close()
+    swing = synthesize(resolve_config("cartpole-swingup"), None, ForesightConfig(trajectories=16), seed=0)
+    assert swing["rewards"].sum(1).mean() > 4 * r_random.mean()  # purposeful, unlike random actions
+    assert swing["obs"][:, :, 1].max(1).min() > 0.9  # every episode gets the pole up
+    with LoopbackChatServer(respond=lambda body: "Move to the target.") as prose:
+        bad = ForesightConfig().stats
+        assert ask_plan(ChatClient(prose.url, "m"), "task", bad).tolist() == STRAIGHT
+    assert (bad.asked, bad.parsed, bad.fallback) == (1, 0, 1) and PLAN["waypoints"][-1] == [1.0, 1.0, 1.0]

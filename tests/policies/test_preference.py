@@ -80,6 +80,35 @@ def test_bradley_terry_learns_the_ranking_of_the_teachers_reward_choosing_by_dis
     assert rho > 0.9, rho
 
 
+def test_foresight_segments_enter_the_query_buffer_and_the_agents_experience_displaces_them():
+    h, w = linear_history(n_envs=4, steps=400)
+    c = PreferenceConfig(
+        segment=10, per_session=20, selection="uniform", ensemble=2, hidden=[8], epochs=1, foresight_pool=30
+    )
+    plain, mixed = (PreferenceLearner(c, ScriptedTeacher(), 3, 1, 4, seed=0) for _ in range(2))
+    plain.history = mixed.history = h
+    o = np.full((10, 25, 3), 5.0, np.float32)  # far from the history's observations: recognisable
+    mixed.add_foresight({"obs": o[:8], "actions": np.zeros((8, 25, 1)), "rewards": o[:8] @ w})
+    assert mixed.pool["obs"].shape == (16, 10, 3) and mixed.pool["rewards"].shape == (16, 10)  # 2 per trajectory
+    mixed.add_foresight({"obs": o, "actions": np.zeros((10, 25, 1)), "rewards": o @ w})
+    assert len(mixed.pool["rewards"]) == 30  # the newest foresight_pool kept
+    pairs = h.pairs(2000, 10, np.random.default_rng(1))
+    taken = mixed.mix_foresight(pairs)
+    share = 30 / (30 + 400 * 4 / 10)  # P / (P + H)
+    assert abs(taken.mean() - share) < 0.03
+    assert ((pairs["obs"] == 5.0).all((2, 3)) == taken).all()  # the replaced segments hold foresight's data
+    np.testing.assert_allclose(pairs["rewards"][taken], 5.0 * w.sum())  # with their env rewards (scripted teacher)
+    assert mixed.session() and 0 < mixed.foresight_queries <= 20 and mixed.metrics()["foresight_queries"] > 0
+    plain.session()
+    assert plain.foresight_queries == 0 and plain.rng.random() != mixed.rng.random()  # the pool draws its own
+
+
+def test_foresight_shorter_than_a_segment_is_refused():
+    learner = PreferenceLearner(PreferenceConfig(segment=10), ScriptedTeacher(), 3, 1, 4)
+    with pytest.raises(ValueError, match="shorter than preference.segment=10"):
+        learner.add_foresight({"obs": np.zeros((2, 5, 3)), "actions": np.zeros((2, 5, 1)), "rewards": np.zeros((2, 5))})
+
+
 def test_spearman_handles_ties_and_constants():
     assert spearman(np.array([1, 2, 3.0]), np.array([10, 20, 30.0])) == pytest.approx(1.0)
     assert spearman(np.array([1, 1, 2.0]), np.array([3, 2, 1.0])) == pytest.approx(-np.sqrt(3) / 2)
