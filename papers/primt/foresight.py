@@ -19,17 +19,17 @@ scripted teacher and the reports, which the judges never read.
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from embody.chat import ChatClient, ChatError
 
+from .judges import strict_json
+
 MAX_WAYPOINTS = 8
 STRAIGHT = [[1.0, 1.0, 1.0]]  # the scripted plan: straight to the target
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.S)
+TIP, TARGET = slice(14, 17), slice(27, 30)  # arm-reach's observation columns (sims/tasks/arm_reach.py)
 
 
 @dataclass
@@ -43,6 +43,8 @@ class PlanStats:
 
 @dataclass
 class ForesightConfig:
+    """How many trajectories, and how the arm's are jittered; ``stats`` counts the plans asked."""
+
     trajectories: int = 200  # PRIMT's
     jitter: float = 0.05  # std of each waypoint coordinate in the start–target frame
     speed: tuple[float, float] = (0.01, 0.04)  # m per control step the tip's setpoint moves, drawn per episode
@@ -64,14 +66,7 @@ def plan_prompt(text: str) -> str:
 
 def parse_plan(reply: str) -> np.ndarray | None:
     """Waypoints (m, 3), or None unless the reply is exactly the JSON asked for (at most one ``` fence)."""
-    text = reply.strip()
-    if m := _FENCE.fullmatch(text):
-        text = m[1]
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        return None
-    points = doc.get("waypoints") if isinstance(doc, dict) and set(doc) == {"waypoints"} else None
+    points = strict_json(reply, "waypoints")
     if not isinstance(points, list) or not 1 <= len(points) <= MAX_WAYPOINTS:
         return None
     if not all(isinstance(p, list) and len(p) == 3 and all(type(v) in (int, float) for v in p) for p in points):
@@ -144,7 +139,7 @@ class _ArmTracker:
         from embody.robots.peg_arm.kinematics import DOWN
 
         self.task, self.down, self.config = task, DOWN[None], config
-        start, target = obs[:, 14:17], obs[:, 27:30]
+        start, target = obs[:, TIP], obs[:, TARGET]
         frame = plan[None] + config.jitter * rng.standard_normal((len(obs), *plan.shape))
         frame[:, -1] = 1.0  # the last waypoint is the target itself
         self.waypoints = start[:, None] + frame * (target - start)[:, None]  # (n, m, 3)
@@ -154,7 +149,7 @@ class _ArmTracker:
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         n, last = len(obs), self.waypoints.shape[1] - 1
-        tip = obs[:, 14:17]
+        tip = obs[:, TIP]
         goal = self.waypoints[np.arange(n), self.next]
         passed = (np.linalg.norm(goal - tip, axis=1) < self.config.reach) & (self.next < last)
         self.next += passed

@@ -42,8 +42,9 @@ class JudgeStats:
         return asdict(self)
 
 
-def parse_answer(reply: str) -> int | None:
-    """1 or 2 (the better segment as shown), 0 (neither), or None when the reply is not exactly the JSON asked."""
+def strict_json(reply: str, key: str):
+    """The value of ``key`` when the reply is exactly one JSON object holding that key alone (in one ``` fence at
+    most), else None."""
     text = reply.strip()
     if m := _FENCE.fullmatch(text):
         text = m[1]
@@ -51,7 +52,12 @@ def parse_answer(reply: str) -> int | None:
         doc = json.loads(text)
     except ValueError:
         return None
-    answer = doc.get("better") if isinstance(doc, dict) and set(doc) == {"better"} else None
+    return doc[key] if isinstance(doc, dict) and set(doc) == {key} else None
+
+
+def parse_answer(reply: str) -> int | None:
+    """1 or 2 (the better segment as shown), 0 (neither), or None when the reply is not exactly the JSON asked."""
+    answer = strict_json(reply, "better")
     return answer if type(answer) is int and answer in (0, 1, 2) else None
 
 
