@@ -6,7 +6,8 @@ unchanged. Observations: a Box is flattened; a Dict of Boxes is laid side by sid
 ones (observation, achieved_goal, desired_goal) in that order, with ``obs_parts`` naming each slice for HER.
 Actions: a Box with finite bounds, reached from the policy's [-1, 1] by an affine map. Anything else (images,
 discrete actions, nested spaces) is refused naming the space. Gymnasium-Robotics ids load its registry (with the
-joint-type shim, ``robotics_shim``).
+joint-type shim, ``robotics_shim``); ``dm_control/DOMAIN-TASK-v0`` ids are the DeepMind Control Suite's through
+Shimmy (extra ``dmc``), their dict observations laid side by side.
 
 Shapes: ``n`` envs, ``o`` flat observation size, ``a`` action size.
 """
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from embody import exits
+from embody.extras import require
 
 from .vec_env import StepInfo
 
@@ -40,6 +42,9 @@ class UnsupportedSpace(GymnasiumError):
 def _load_registries(env_id: str):
     import gymnasium as gym
 
+    if env_id.rpartition(":")[2].startswith("dm_control/"):  # DeepMind Control Suite tasks through Shimmy
+        require("dm_control", "dmc")
+        require("shimmy", "dmc")  # importing it registers the dm_control/* ids
     try:
         import gymnasium_robotics
     except ImportError:

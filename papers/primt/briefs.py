@@ -75,6 +75,22 @@ BRIEFS = {
         lambda obs, task: task.home + obs[:, :7],
         (("minimize", "distance(orange, green)"),),
     ),
+    # PRIMT's two locomotion tasks, the DeepMind Control Suite's through Shimmy (extra dmc); no scene: text judges
+    # only. Columns: the dict observation laid out in key order (sims/gymnasium_env.py).
+    "gym:dm_control/hopper-stand-v0": Brief(
+        "gym:dm_control/hopper-stand-v0",
+        "A planar one-legged hopper gets up from the floor and stands with its torso high and still. torso_z is the "
+        "torso's height offset (m), torso_pitch its tilt (rad); standing tall matters most.",
+        {"torso_z": 0, "torso_pitch": 1, "forward_speed": 8},
+        (("maximize", "torso_z"),),
+    ),
+    "gym:dm_control/walker-walk-v0": Brief(
+        "gym:dm_control/walker-walk-v0",
+        "A planar two-legged walker stands up and walks forward at 1 m/s or more with its torso above 1.2 m. "
+        "torso_height is in m, forward_speed in m/s.",
+        {"torso_height": 0, "torso_z_speed": 15, "forward_speed": 16},
+        (("maximize", "torso_height"), ("maximize", "forward_speed")),
+    ),
 }
 
 

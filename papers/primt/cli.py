@@ -151,7 +151,9 @@ def run_label(args) -> int:
 
 
 def train_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("task", help="a task with a judge brief: cartpole-swingup, arm-reach")
+    p.add_argument(
+        "task", help="a task with a judge brief (briefs.py): cartpole-swingup, arm-reach, gym:dm_control/..."
+    )
     p.add_argument("--teacher", choices=TEACHERS, default="text", help="who answers the queries (default text)")
     add_judge_arguments(p)
     p.add_argument("--repeats", type=positive_int, default=3, help="askings per pair, order swapped (default 3)")

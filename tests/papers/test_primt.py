@@ -190,6 +190,7 @@ def test_the_visual_judge_sends_rendered_keyframes_and_the_stand_in_reads_only_p
 @pytest.mark.parametrize("task", sorted(BRIEFS))
 def test_every_brief_names_real_channels_and_draws_its_scene(task):
     from embody.papers.primt.frames import SceneRenderer
+    from embody.papers.primt.judges import VisualJudge
     from embody.runs import build_env
     from embody.train import resolve_config
 
@@ -199,6 +200,11 @@ def test_every_brief_names_real_channels_and_draws_its_scene(task):
     assert max(brief.channels.values()) < obs.shape[1]
     for _, expr in brief.goals:
         assert np.isfinite(evaluate(expr, brief.series(obs))).all()
+    if brief.scene is None:  # a text judge only
+        env.close()
+        with pytest.raises(ValueError, match="has no scene for the visual judge"):
+            VisualJudge(ChatClient("http://127.0.0.1:9", "m"), brief)
+        return
     renderer = SceneRenderer(brief.scene, size=48)
     image = renderer.render(brief.pose(obs, env.task), obs)
     renderer.close()

@@ -38,6 +38,29 @@ def test_goal_dicts_lay_out_observation_then_goals_and_report_success():
     env.close()
 
 
+@pytest.mark.parametrize(
+    "env_id, layout, actions",
+    [
+        ("dm_control/hopper-stand-v0", {"position": (0, 6), "touch": (6, 8), "velocity": (8, 15)}, 4),
+        ("dm_control/walker-walk-v0", {"height": (0, 1), "orientations": (1, 15), "velocity": (15, 24)}, 6),
+    ],
+)
+def test_the_deepmind_control_suite_runs_through_shimmy_on_our_mujoco(env_id, layout, actions):
+    """PRIMT's two locomotion tasks (dm-control ≤ 1.0.50 failed on MuJoCo 4: its schema listed removed flex fields)."""
+    pytest.importorskip("shimmy", reason="needs the dmc extra")
+    env = GymnasiumEnv(env_id, n_envs=2, seed=0)
+    assert env.layout == layout and env.action_size == actions
+    obs, _ = env.reset()
+    total, rng = np.zeros(2), np.random.default_rng(0)
+    for _ in range(1000):  # one whole episode: the suite truncates at 1,000 steps
+        obs, reward, terminated, truncated, info = env.step(rng.uniform(-1, 1, (2, actions)))
+        total += reward
+    assert truncated.all() and not terminated.any() and np.isfinite(obs).all()
+    np.testing.assert_allclose(info.episode_return, total, rtol=1e-5)
+    assert 0 <= total.min() and total.max() < 1000  # rewards in [0, 1] per step
+    env.close()
+
+
 def test_unusable_ids_and_spaces_are_one_clear_error():
     with pytest.raises(GymnasiumError, match="unknown Gymnasium id 'Pendulm-v1'; close matches: Pendulum-v1"):
         GymnasiumEnv("Pendulm-v1")
