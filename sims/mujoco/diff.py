@@ -109,5 +109,8 @@ class FiniteDifferenceTransition:
             A[i], B[i] = a, b
 
     def close(self) -> None:
+        # Without waiting: close also runs from the simulator's __del__, which the garbage collector may call on
+        # a thread starting up inside threading's _active_limbo_lock; joining workers that need that lock to exit
+        # deadlocked a CI run (a new executor's submit waited on the same lock). Idle workers exit by themselves.
         if self._executor is not None:
-            self._executor.shutdown()
+            self._executor.shutdown(wait=False)

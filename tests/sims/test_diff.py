@@ -104,3 +104,25 @@ def test_gradients_are_refused_by_name():
     rk4.model.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
     with pytest.raises(UnsupportedTask, match="RK4"):
         rk4.transition(rk4.diff_state(), np.zeros((1, 1)), jacobians=True)
+
+
+def test_closing_never_joins_the_jacobian_workers_so_a_finalizer_cannot_deadlock():
+    """The garbage collector may run a simulator's ``__del__`` on a thread starting up, inside threading's
+    ``_active_limbo_lock``; joining workers there deadlocks (they need that lock to exit: it hung a CI run). In a
+    subprocess, so that a regression fails here instead of hanging the suite."""
+    import subprocess
+    import sys
+
+    script = (
+        "import threading, numpy as np\n"
+        "from embody.robots import get_robot\n"
+        "from embody.sims import SimConfig, make_sim\n"
+        "sim = make_sim('mujoco', get_robot('cartpole'), SimConfig(n_envs=4, decimation=2, control='torque', "
+        "n_threads=2))\n"
+        "sim.transition(sim.diff_state(), np.zeros((4, 1)), jacobians=True)  # the workers run\n"
+        "with threading._active_limbo_lock:  # as on a thread that the collector interrupts while it starts\n"
+        "    sim.close()\n"
+        "print('closed')\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and "closed" in run.stdout, run.stderr[-2000:]
