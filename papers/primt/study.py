@@ -19,6 +19,8 @@ from pathlib import Path
 
 from embody.jobs import Job, JobStore, run_jobs
 
+from .cli import JUDGED
+
 ARMS = ("true", "scripted", "text", "visual", "fused", "fused+hindsight", "fused+foresight+hindsight")
 
 
@@ -122,8 +124,8 @@ def run_study(cfg: StudyConfig, out: Path, command: str, log=print) -> dict:
     from .report import write
 
     for arm in cfg.arms:
-        if arm not in (*ARMS, "fused+foresight"):
-            raise ValueError(f"unknown arm {arm!r}; valid: {', '.join(ARMS)}, fused+foresight")
+        if arm not in (valid := ("true", "scripted", *JUDGED)):
+            raise ValueError(f"unknown arm {arm!r}; valid: {', '.join(valid)}")
     store = JobStore(out, asdict(replace(cfg, seeds=[])))
     results = run_jobs(partial(run_job, cfg, out), jobs(cfg), store, label="primt study", log=log)
     return write(list(results.values()), asdict(cfg), out, command, log)
