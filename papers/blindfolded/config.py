@@ -43,6 +43,7 @@ class PegConfig:
     batch_size: int = 256
     lr: float = 2e-3
     dagger_betas: list[float] | None = None  # expert-action probability per DAgger iteration (None: 0.5, 0.25, 0.125)
+    contact_history: bool = False  # the student also observes elapsed time and where/when it first touched the board
 
 
 @dataclass

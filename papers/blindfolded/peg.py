@@ -54,7 +54,7 @@ from embody.robots import get_robot
 from embody.rotations import yaw_quat
 from embody.sims import SIMULATORS, make_sim
 from embody.sims.base import check_capabilities
-from embody.sims.tasks.peg_insert import OBS_SIZE, WRENCH, PegInsert, PegInsertConfig, ScriptedExpert
+from embody.sims.tasks.peg_insert import OBS_SIZE, WRENCH, PegInsert, PegInsertConfig, ScriptedExpert, observation_size
 from embody.sims.vec_env import VecEnv
 
 from .information import box_information
@@ -157,10 +157,14 @@ class TaskPegInsert(PegInsert):
         return out
 
 
-def make_config(max_episode_steps: int | None = None) -> PegInsertConfig:
+def make_config(max_episode_steps: int | None = None, contact_history: bool = False) -> PegInsertConfig:
     """peg-insert's defaults (8 mm range, 1 mm clearance, round hole) with one longer episode
-    budget for every level."""
-    return PegInsertConfig(max_episode_steps=max_episode_steps or MAX_EPISODE_STEPS, hole_xy_range=HOLE_XY_RANGE)
+    budget for every level, and optionally the contact-history observation (``PegInsert.history``)."""
+    return PegInsertConfig(
+        max_episode_steps=max_episode_steps or MAX_EPISODE_STEPS,
+        hole_xy_range=HOLE_XY_RANGE,
+        contact_history=contact_history,
+    )
 
 
 def make_env(n_envs: int, seed: int = 0, config: PegInsertConfig | None = None, sim: str = "mujoco") -> VecEnv:
@@ -315,7 +319,7 @@ def train_student(
     dagger_iterations: int = 3,
     dagger_episodes: int = 16,
     dagger_epochs: int | None = None,
-    max_episode_steps: int | None = None,
+    config: PegInsertConfig | None = None,
     n_envs: int = 16,
     min_grad_steps: int = MIN_GRAD_STEPS,
     dagger_betas: list[float] | None = None,
@@ -342,7 +346,7 @@ def train_student(
             dagger_iterations,
             dagger_episodes,
             dagger_epochs,
-            max_episode_steps,
+            config,
             n_envs,
             seed,
             min_grad_steps,
@@ -368,7 +372,7 @@ def dagger(
     iterations: int = 3,
     episodes: int = 16,
     epochs: int | None = None,
-    max_episode_steps: int | None = None,
+    config: PegInsertConfig | None = None,
     n_envs: int = 16,
     seed: int = 0,
     min_grad_steps: int = MIN_GRAD_STEPS,
@@ -385,7 +389,7 @@ def dagger(
     observation normalizer kept). Cloning the demonstrations alone leaves the GRU off the
     demonstrated states within a few steps (compounding error); measured on 2 holes, informed:
     BC 19% → DAgger 75-88% at the training holes. Appends to and returns ``policy.dagger``."""
-    config = make_config(max_episode_steps)
+    config = config or make_config()
     tasks = np.asarray(tasks, dtype=np.float64).reshape(-1, 2)
     queue = tasks[np.arange(max(episodes, len(tasks))) % len(tasks)]
     env = make_env(min(n_envs, len(queue)), seed=seed + 1000, config=config)
@@ -520,14 +524,14 @@ class PegDomain:
 
     name = "peg"
     n_actions = 3  # continuous actions (the action dimension)
-    obs_spec = {"obs": (OBS_SIZE,)}
 
     def __init__(self, cfg):  # a config.PegConfig
         self.cfg = cfg
+        self.obs_spec = {"obs": (observation_size(self.task_config()),)}
 
     def task_config(self) -> PegInsertConfig:
         """The peg-insert config of the study (its episode length)."""
-        return make_config(self.cfg.max_steps)
+        return make_config(self.cfg.max_steps, self.cfg.contact_history)
 
     def levels(self) -> list[str]:
         """The configured levels (raises for an unknown one)."""
@@ -625,7 +629,7 @@ class PegDomain:
             tasks=holes,
             dagger_iterations=DAGGER_ITERATIONS if c.epochs >= 60 else 1,
             dagger_episodes=max(16, 2 * len(ids or [])),
-            max_episode_steps=c.max_steps,
+            config=self.task_config(),
             n_envs=c.n_envs,
             min_grad_steps=min(MIN_GRAD_STEPS, 10 * c.epochs),
             dagger_betas=c.dagger_betas,
@@ -640,7 +644,8 @@ class PegDomain:
 
     def evaluate(self, policy, task_ids, seed: int = 0) -> PegRollouts:
         """One episode of ``policy`` per task (hole); None: uniformly random actions."""
-        ep = self._run(RandomPolicy(OBS_SIZE, 3, seed) if policy is None else policy, list(task_ids), False, seed)
+        size = self.obs_spec["obs"][0]
+        ep = self._run(RandomPolicy(size, 3, seed) if policy is None else policy, list(task_ids), False, seed)
         return PegRollouts(ep.success, ep.length, ep.peak_force)
 
     def save_policy(self, policy, path, meta: dict | None = None):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from embody.sims.tasks.peg_insert import HOLE, OBS_SIZE, PRIVILEGED_SIZE, TARGET, TIP, WRENCH, PegInsertConfig
+from embody.sims.tasks.peg_insert import HOLE, PRIVILEGED_SIZE, TARGET, TIP, WRENCH, PegInsertConfig, observation_size
 
 
 def _square_spiral(half: float) -> tuple[np.ndarray, np.ndarray]:
@@ -70,7 +70,7 @@ class SearchExpert:
         self.pitch, self.press, self.drop, self.lift, self.aim = pitch, press, drop, lift, aim
         self.hover, self.max_force = hover, max_force
         self.speed, self.tolerance, self.gain, self.integral = speed, tolerance, gain, integral
-        self.obs_size, self.action_size = OBS_SIZE + PRIVILEGED_SIZE, 3
+        self.obs_size, self.action_size = observation_size(config) + PRIVILEGED_SIZE, 3
         self.rng = np.random.default_rng([seed, 5])
         half = (2 * config.hole_xy_range if side is None else side) / 2
         self.way, self.cum = _square_spiral(half / pitch)
@@ -107,7 +107,7 @@ class SearchExpert:
         f = np.flatnonzero(self.fresh)
         if f.size:  # the only read of the privileged observation: the region it is told
             if self.side is not None:
-                self.centre[f] = x[f, OBS_SIZE:][:, HOLE][:, :2] + self.rng.uniform(
+                self.centre[f] = x[f, -PRIVILEGED_SIZE:][:, HOLE][:, :2] + self.rng.uniform(
                     -self.side / 2, self.side / 2, (f.size, 2)
                 )
             else:

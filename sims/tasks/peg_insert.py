@@ -27,7 +27,10 @@ Observation (33, never the hole pose): q − q_home (7), q̇ (7), tip position r
 nominal hole mouth (3), tip orientation quaternion w,x,y,z (4), tared wrist wrench (6, see
 arm_common.py), the previous action (3), the Cartesian target relative to the tip (3, the
 controller's own state). The hole's z is not randomized, so the tip's height
-above the mouth is observed; its lateral offset to the hole is not.
+above the mouth is observed; its lateral offset to the hole is not. With ``contact_history``, 5
+more (38): elapsed time, whether and since when the tip touched the board, and where it first did
+(``PegInsert.history``): a learner that searches needs them, and only a recurrent policy trained on
+whole episodes could work them out by itself.
 Privileged observation (5): the true hole mouth relative to the nominal one (3), the hole's yaw
 (1) and the clearance (1).
 
@@ -74,6 +77,8 @@ Q, DQ, TIP, QUAT, WRENCH, LAST, TARGET = (
 )
 HOLE, YAW, CLEARANCE = slice(0, 3), 3, 4  # privileged layout
 OBS_SIZE, PRIVILEGED_SIZE = 33, 5
+HISTORY_SIZE = 5  # contact_history's extra observation (appended after TARGET)
+TOUCH_HEIGHT = 0.15e-3  # m: the tip this close above the face (or lower) counts as touching the board
 MAX_CLEARANCE = 0.01  # m
 
 
@@ -103,6 +108,12 @@ class PegInsertConfig(TaskConfig):
     force_limit: float = 30.0  # N, the force reward term penalizes more
     tare_steps: int = 2
     wrench_source: str = "ft"  # ft | joint_torque (see arm_common.py; joint_torque for simulators without F/T)
+    contact_history: bool = False  # append HISTORY_SIZE features of the episode so far (observe's docstring)
+
+
+def observation_size(c: PegInsertConfig) -> int:
+    """The learner's observation size: 33, or 38 with ``contact_history``."""
+    return OBS_SIZE + (HISTORY_SIZE if c.contact_history else 0)
 
 
 def validate(c: PegInsertConfig) -> None:
@@ -185,11 +196,13 @@ class PegInsert(Task):
         self.episode_peak_force: list[float] = []
         self._running = np.zeros(n_envs, dtype=bool)
         self.target = np.tile(self.nominal, (n_envs, 1))  # the controller's tip target
+        self.touch_step = np.full(n_envs, -1, dtype=np.int64)  # contact_history: step of the first touch (-1: none)
+        self.touch_xy = np.zeros((n_envs, 2))  # ... and the tip's xy then, relative to the nominal mouth
         self.q_cmd = np.tile(self.home, (n_envs, 1))  # its joint-space solution
 
     @property
     def observation_size(self) -> int:
-        return OBS_SIZE
+        return observation_size(self.config)
 
     @property
     def privileged_size(self) -> int:
@@ -257,6 +270,7 @@ class PegInsert(Task):
         self.episode_peak_force.extend(self.peak_force[done].tolist())
         self._running[env_ids] = True
         self.peak_force[env_ids] = 0.0
+        self.touch_step[env_ids], self.touch_xy[env_ids] = -1, 0.0
         self.io.on_reset(env_ids)
 
     def take_episode_stats(self) -> dict[str, list[float]]:
@@ -288,21 +302,37 @@ class PegInsert(Task):
     # -- observation ---------------------------------------------------------------------
     def observe(self, state: RobotState) -> np.ndarray:
         """(n, 33): q − q_home, q̇, tip − nominal hole mouth, tip quaternion w,x,y,z, tared wrench, previous action,
-        target − tip. Also tracks the episode's peak force."""
+        target − tip; with ``contact_history`` (n, 38), then ``history``'s 5 features. Also tracks the episode's peak
+        force."""
         wrench = self.io.observe(state)
         self.peak_force = np.maximum(self.peak_force, np.linalg.norm(wrench[:, :3], axis=1))
-        return np.concatenate(
-            [
-                state.joint_pos - self.home,
-                state.joint_vel,
-                state.ee_pos - self.nominal,
-                state.ee_quat,
-                wrench,
-                np.clip(self.last_action, -1, 1),
-                self.target - state.ee_pos,
-            ],
-            axis=1,
-        ).astype(np.float32)
+        parts = [
+            state.joint_pos - self.home,
+            state.joint_vel,
+            state.ee_pos - self.nominal,
+            state.ee_quat,
+            wrench,
+            np.clip(self.last_action, -1, 1),
+            self.target - state.ee_pos,
+        ]
+        if self.config.contact_history:
+            parts.append(self.history(state.ee_pos - self.nominal))
+        return np.concatenate(parts, axis=1).astype(np.float32)
+
+    def history(self, tip: np.ndarray) -> np.ndarray:
+        """(n, 5) what a search needs to remember, from the observation stream alone (so the same on a robot):
+        elapsed steps / ``max_episode_steps``, whether the tip has touched the board (within ``TOUCH_HEIGHT`` of the
+        face, whose height is known), steps since that first touch / ``max_episode_steps`` (0 before), and the tip's
+        xy at the first touch relative to the nominal mouth [m] (0 before). A recurrent policy could learn these,
+        but only with BPTT windows as long as the episode; given, a spiral search becomes nearly Markov.
+        Idempotent within a step (``tip`` (n, 3): relative to the nominal mouth)."""
+        steps = self.io.steps
+        new = (self.touch_step < 0) & (tip[:, 2] < TOUCH_HEIGHT)
+        self.touch_step[new], self.touch_xy[new] = steps[new], tip[new, :2]
+        touched = self.touch_step >= 0
+        horizon = float(self.config.max_episode_steps)
+        since = np.where(touched, steps - self.touch_step, 0) / horizon
+        return np.c_[steps / horizon, touched, since, self.touch_xy]
 
     def privileged_observe(self, state: RobotState) -> np.ndarray:
         """(n, 5): hole mouth − nominal mouth (3), hole yaw [rad] (1), clearance [m] (1)."""
@@ -374,7 +404,7 @@ class ScriptedExpert:
             raise ValueError(f"approach must be 'hole' or 'contact', got {approach!r}")
         self.config, self.approach = config, approach
         self.hover, self.max_force, self.press = hover, max_force, press
-        self.obs_size, self.action_size = OBS_SIZE + PRIVILEGED_SIZE, 3
+        self.obs_size, self.action_size = observation_size(config) + PRIVILEGED_SIZE, 3
 
     def reset(self, env_ids=None) -> None:  # stateless
         pass
@@ -383,7 +413,7 @@ class ScriptedExpert:
         """Actions (n, 3) from cat(observation, privileged observation) (n, 38): hover above the true hole, then press
         down once aligned."""
         x = obs.detach().cpu().numpy().astype(np.float64)
-        c, priv = self.config, x[:, OBS_SIZE:]
+        c, priv = self.config, x[:, -PRIVILEGED_SIZE:]
         tip = x[:, TIP]  # all relative to the nominal hole mouth
         target = tip + x[:, TARGET]
         hole = priv[:, HOLE]
@@ -411,4 +441,4 @@ class ScriptedExpert:
         return torch.as_tensor(np.clip(step, -1.0, 1.0), dtype=torch.float32)
 
 
-__all__ = ["PegInsert", "PegInsertConfig", "ScriptedExpert", "validate"]
+__all__ = ["PegInsert", "PegInsertConfig", "ScriptedExpert", "observation_size", "validate"]

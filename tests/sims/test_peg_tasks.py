@@ -148,6 +148,35 @@ def test_hole_is_randomized_per_env_and_never_observed():
     env2.close()
 
 
+def test_contact_history_records_when_and_where_the_peg_first_touched():
+    """The 5 history features follow the episode: elapsed time, the first touch (flag, time since, xy), and restart
+    at a reset; the expert reading the privileged part from the end works with them (38 + 5 columns)."""
+    env = peg_env(n=2, seed=3, contact_history=True, max_episode_steps=40)
+    obs, priv = env.reset()
+    assert obs.shape == (2, 38) and env.task.observation_size == 38
+    np.testing.assert_allclose(obs[:, 33:], 0.0)
+    expert = ScriptedExpert(env.task.config, "contact")
+    assert expert.obs_size == 43
+    seen = []
+    for _ in range(40):
+        obs, _, term, trunc, info = env.step(expert.act(torch.as_tensor(np.c_[obs, priv])).numpy())
+        priv = info.privileged_obs
+        seen.append((info.final_obs if (term | trunc).any() else obs).copy())
+        if (term | trunc).any():
+            break
+    h = np.stack(seen)[:, :, 33:]  # (T, 2, 5)
+    elapsed = np.arange(1, len(h) + 1) / 40.0
+    np.testing.assert_allclose(h[:, :, 0], np.c_[elapsed, elapsed], atol=1e-6)
+    first = h[:, 0, 1].argmax()  # env 0 touched the board at step first + 1 (it slides to the hole after)
+    assert h[first, 0, 1] == 1 and h[:first, 0, 1].sum() == 0 and (h[first:, 0, 1] == 1).all()
+    np.testing.assert_allclose(h[first:, 0, 2], np.arange(len(h) - first) / 40.0, atol=1e-6)
+    tip_then = np.stack(seen)[first, 0, 14:16]
+    np.testing.assert_allclose(h[first:, 0, 3:5], np.broadcast_to(tip_then, (len(h) - first, 2)), atol=1e-6)
+    env.task.on_reset(np.array([0]))  # a new episode forgets the touch
+    assert env.task.touch_step[0] == -1 and (env.task.touch_xy[0] == 0).all()
+    env.close()
+
+
 def expert_success(sim, approach, episodes, n, **kw):
     env = peg_env(sim, n=n, seed=5, **kw)
     result = evaluate(env, ScriptedExpert(env.task.config, approach), episodes, privileged=True)
