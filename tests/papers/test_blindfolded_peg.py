@@ -234,7 +234,7 @@ def test_dagger_follows_its_beta_schedule():
         BCConfig(epochs=1, batch_size=64, seq_len=16, burn_in=4),
         episodes=1,
         epochs=1,
-        max_episode_steps=150,
+        config=peg.make_config(150),
         n_envs=1,
         min_grad_steps=2,
         betas=[1.0, 0.0],
