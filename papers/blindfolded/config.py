@@ -43,7 +43,7 @@ class PegConfig:
     batch_size: int = 256
     lr: float = 2e-3
     dagger_betas: list[float] | None = None  # expert-action probability per DAgger iteration (None: 0.5, 0.25, 0.125)
-    contact_history: bool = False  # the student also observes elapsed time and where/when it first touched the board
+    contact_history: bool = False  # the learner also observes elapsed time and when/where it first touched the board
 
 
 @dataclass
@@ -117,8 +117,9 @@ def for_scale(scale: str, seed: int = 0, domain: str = "maze") -> StudyConfig:
 def _peg_scale(scale: str, seed: int) -> StudyConfig:
     """peg tiny: a pipeline check (~1 min on 2 busy cores): 3 levels × m ∈ {1, 2} × 1 seed, 8 held-out
     holes, 300-step episodes, a small GRU. peg paper: 4 levels × m ∈ {1, 2, 4, 8, 16} × 3 seeds, 32 held-out
-    holes, 600-step episodes, 4 expert episodes per hole, BC + 3 DAgger iterations (~35 min per seed
-    with ``--workers 2`` on 2 cores; README.md)."""
+    holes, 600-step episodes, 4 expert episodes per hole, the contact-history observation, BC + 3 DAgger
+    iterations (~35 min per seed with ``--workers 2`` on 2 cores; README.md). The tiny scale keeps the plain
+    33-dim observation, the one teleop datasets record."""
     if scale == "tiny":
         return StudyConfig(
             "tiny",
@@ -144,7 +145,15 @@ def _peg_scale(scale: str, seed: int) -> StudyConfig:
             "paper",
             seed,
             "peg",
-            peg=PegConfig(max_steps=600, demos_per_task=4, expert_eval_tasks=32, n_envs=16, hidden=64, epochs=60),
+            peg=PegConfig(
+                max_steps=600,
+                demos_per_task=4,
+                expert_eval_tasks=32,
+                n_envs=16,
+                hidden=64,
+                epochs=60,
+                contact_history=True,
+            ),
             m_values=[1, 2, 4, 8, 16],
             seeds=3,
             heldout=32,

@@ -109,8 +109,9 @@ def test_rollouts_record_the_teachers_labels_and_execute_the_students_or_noisy_a
     env.close()
 
 
-def test_search_expert_reads_the_privileged_obs_only_for_its_region():
-    cfg = peg.make_config()
+@pytest.mark.parametrize("history", [False, True])
+def test_search_expert_reads_the_privileged_obs_only_for_its_region(history):
+    cfg = peg.make_config(contact_history=history)  # the privileged part is the last 5 columns either way
     env = peg.make_env(2, seed=0, config=cfg)
     env.task.assign(np.array([[0.004, -0.003], [-0.002, 0.005]]))
     obs, priv = env.reset()
@@ -121,7 +122,7 @@ def test_search_expert_reads_the_privileged_obs_only_for_its_region():
         obs, _, _, _, info = env.step(a.act(x).numpy())
         x = torch.as_tensor(np.concatenate([obs, info.privileged_obs], 1))
         lie = x.clone()
-        lie[:, 33:35] = 0.0
+        lie[:, obs.shape[1] : obs.shape[1] + 2] = 0.0
         torch.testing.assert_close(b.act(lie), a.act(x))
     assert np.abs(a.centre - priv[:, :2]).max() <= 0.002 + 1e-9  # the region contains the hole
     env.close()
@@ -170,16 +171,20 @@ def test_clone_of_the_informed_expert_inserts_at_its_training_holes_not_elsewher
     assert at_train["success"] >= at_held["success"] + 0.25
 
 
-def test_domain_collect_clones_only_successful_expert_episodes():
+@pytest.mark.parametrize("history", [False, True])
+def test_domain_collect_clones_only_successful_expert_episodes(history):
     from embody.papers.blindfolded.config import PegConfig
 
-    domain = peg.PegDomain(PegConfig(levels=["informed"], max_steps=62, demos_per_task=2, n_envs=4))
+    cfg = PegConfig(levels=["informed"], max_steps=62, demos_per_task=2, n_envs=4, contact_history=history)
+    domain = peg.PegDomain(cfg)
+    size = 38 if history else 33  # the contact-history observation (paper scale) adds 5 columns
+    assert domain.obs_spec == {"obs": (size,)}
     d = domain.collect("informed", [0, 1, 2], domain.information("informed"))
     ok = np.array(d.meta["expert_success"], dtype=bool)
     assert len(ok) == 6 and 0 < ok.sum() < 6  # 62 steps: the informed expert (~62 steps) sometimes runs out
     assert len(d.episode_lengths) == ok.sum() and d.meta["episode_tasks"] == [e // 2 for e in np.flatnonzero(ok)]
     assert d.episode_lengths.tolist() == np.array(d.meta["expert_steps"])[ok].tolist()
-    assert d.obs["obs"].shape == (int(d.episode_lengths.sum()), 33) and d.actions.shape[1] == 3
+    assert d.obs["obs"].shape == (int(d.episode_lengths.sum()), size) and d.actions.shape[1] == 3
 
 
 @pytest.mark.slow
