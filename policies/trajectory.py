@@ -30,14 +30,14 @@ import torch
 from torch import nn
 
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from .networks import Normalizer, mlp
+from .networks import ConvEncoder, Normalizer, mlp
 
 Array = np.ndarray | torch.Tensor
 
 
 @dataclass
 class TrajectoryBCConfig:
-    """Network and training settings of ``train_trajectory_bc`` (and of ``train_q``, as ``QConfig``)."""
+    """Network and training settings of ``train_trajectory_bc``."""
 
     hidden: list[int] = field(default_factory=lambda: [256, 256])
     activation: str = "silu"
@@ -51,6 +51,14 @@ class TrajectoryBCConfig:
     seed: int = 0
     device: str = "cpu"
     progress: bool = True  # a progress line on stderr (rate, ETA, losses)
+    # (C, H, W): the observation's last C·H·W values are an image (0..255, e.g. a driving BEV), read by a
+    # ConvEncoder into ``image_features`` values trained end to end with the MLP; None: obs is one feature vector
+    image: tuple[int, int, int] | None = None
+    image_features: int = 128
+
+    def __post_init__(self) -> None:
+        if self.image is not None:
+            self.image = tuple(int(v) for v in self.image)
 
 
 # -- the shared supervised trainer ---------------------------------------------------------------
@@ -230,36 +238,61 @@ class SavedModel(nn.Module):
 class TrajectoryMLP(SavedModel):
     """obs (B, O) → trajectory (B, H, D), with input/output normalization fitted on data.
 
+    With ``config.image`` = (C, H, W) the last C·H·W observation values are an image: a ``ConvEncoder``
+    reads it and the MLP sees [normalized vector part, image features], trained end to end.
+    ``features(obs)`` is what the MLP's input is made of, for models that condition on this one's perception.
+
     Also a ``Policy``: ``act(obs)`` returns the flattened trajectory (B, H*D).
     """
 
     MODEL, CONFIG, SIZES = "trajectory_bc", TrajectoryBCConfig, ("obs_size", "horizon", "dims")
+    VERSION = 2  # 2: the optional image encoder
 
     def __init__(self, obs_size: int, horizon: int, dims: int, config: TrajectoryBCConfig | None = None):
         super().__init__()
         self.config = config = config or TrajectoryBCConfig()
         self.obs_size, self.horizon, self.dims = obs_size, horizon, dims
         self.action_size = horizon * dims
-        self.obs_norm = Normalizer(obs_size)
+        pixels = math.prod(config.image) if config.image else 0
+        if pixels >= obs_size:
+            raise ValueError(f"an image of shape {config.image} needs more than {obs_size} observation values")
+        self.vector_size = obs_size - pixels
+        self.obs_norm = Normalizer(self.vector_size)
+        self.encoder = ConvEncoder(config.image, config.image_features) if config.image else None
         self.out_norm = output_normalizer(horizon * dims)
-        self.net = mlp([obs_size, *config.hidden, horizon * dims], config.activation)
+        inputs = self.vector_size + (config.image_features if config.image else 0)
+        self.net = mlp([inputs, *config.hidden, horizon * dims], config.activation)
         self.history: list[dict] = []
         self.summary: dict = {}
 
     def fit_normalizers(self, obs: torch.Tensor, traj: torch.Tensor) -> None:
         """Set the input and output normalizers to the statistics of obs (N, O) and traj (N, H, D)."""
-        fit_normalizer(self.obs_norm, obs)
+        fit_normalizer(self.obs_norm, obs[:, : self.vector_size])
         fit_normalizer(self.out_norm, traj.reshape(len(traj), -1))
+
+    def _inputs(self, obs: torch.Tensor) -> torch.Tensor:
+        x = self.obs_norm(obs[:, : self.vector_size])
+        return x if self.encoder is None else torch.cat([x, self.encoder(obs[:, self.vector_size :])], -1)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """obs (B, O) → trajectory (B, H, D) in data units."""
-        y = self.net(self.obs_norm(obs))
+        y = self.net(self._inputs(obs))
         return denormalize(self.out_norm, y).reshape(-1, self.horizon, self.dims)
 
     def loss(self, obs: torch.Tensor, traj: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         """Mean squared error in normalized units (every waypoint value weighs the same)."""
         target = self.out_norm(traj.reshape(len(traj), -1))
-        return (self.net(self.obs_norm(obs)) - target).pow(2).mean()
+        return (self.net(self._inputs(obs)) - target).pow(2).mean()
+
+    @torch.no_grad()
+    def features(self, obs: Array) -> Array:
+        """obs (B, O) → (B, F): the observation itself without an image; with one, the vector part (data units)
+        and the image encoder's features (F = O − C·H·W + image_features)."""
+        if self.encoder is None:
+            return obs
+        x = as_tensor(obs, self.obs_norm.mean.device)
+        f = torch.cat([x[:, : self.vector_size], self.encoder(x[:, self.vector_size :])], -1)
+        return like_input(f, obs)
 
     @torch.no_grad()
     def predict(self, obs: Array) -> Array:

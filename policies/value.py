@@ -5,6 +5,12 @@ computed by the caller); it scores candidate trajectories, e.g. those ``diffusio
 proposes, so that the best one can be picked. Inputs and the return are normalized with
 statistics fitted on the training data.
 
+With ``members`` > 1 it is a deep ensemble (independently initialized MLPs, evaluated in one
+batched pass) and ``score`` is pessimistic: mean − ``pessimism`` × the members' standard deviation.
+A regressor picking the argmax among proposals is drawn to the ones it extrapolates on (its
+errors, not the plans, make them look best); where the members disagree the pessimistic score
+falls, so an unfamiliar proposal has to look good to every member to be chosen.
+
 Shapes: ``N`` samples, ``B`` observations, ``K`` candidates each, ``O`` observation size,
 ``H`` waypoints, ``D`` values per waypoint.
 """
@@ -12,15 +18,15 @@ Shapes: ``N`` samples, ``B`` observations, ``K`` candidates each, ``O`` observat
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
-from .networks import Normalizer, mlp
+from .networks import EnsembleMLP, Normalizer, mlp
 from .trajectory import (
     Array,
     SavedModel,
-    TrajectoryBCConfig,
     as_tensor,
     check_rows,
     denormalize,
@@ -33,13 +39,32 @@ from .trajectory import (
     split_indices,
 )
 
-QConfig = TrajectoryBCConfig  # the Q regressor trains with exactly the BC settings
+
+@dataclass
+class QConfig:
+    """Network and training settings of ``train_q`` (the training fields as ``TrajectoryBCConfig``'s)."""
+
+    hidden: list[int] = field(default_factory=lambda: [256, 256])
+    activation: str = "silu"
+    members: int = 1  # ensemble members (module docstring); 1: one MLP
+    pessimism: float = 0.0  # score = mean − pessimism × std over the members
+    epochs: int = 200
+    batch_size: int = 256
+    lr: float = 1e-3
+    weight_decay: float = 1e-4
+    val_fraction: float = 0.1
+    patience: int = 20
+    max_grad_norm: float = 1.0
+    seed: int = 0
+    device: str = "cpu"
+    progress: bool = True
 
 
 class QModel(SavedModel):
-    """(obs (B, O), traj (B, H, D)) → return (B,)."""
+    """(obs (B, O), traj (B, H, D)) → return (B,): the members' mean (``score``: pessimistic)."""
 
     MODEL, CONFIG, SIZES = "trajectory_q", QConfig, ("obs_size", "horizon", "dims")
+    VERSION = 2  # 2: ensembles
 
     def __init__(self, obs_size: int, horizon: int, dims: int, config: QConfig | None = None):
         super().__init__()
@@ -48,7 +73,12 @@ class QModel(SavedModel):
         self.obs_norm = Normalizer(obs_size)
         self.traj_norm = Normalizer(horizon * dims)
         self.ret_norm = output_normalizer(1)
-        self.net = mlp([obs_size + horizon * dims, *config.hidden, 1], config.activation)
+        sizes = [obs_size + horizon * dims, *config.hidden, 1]
+        self.net = (
+            mlp(sizes, config.activation)
+            if config.members == 1
+            else EnsembleMLP(sizes, config.members, config.activation)
+        )
         self.history: list[dict] = []
         self.summary: dict = {}
 
@@ -59,22 +89,31 @@ class QModel(SavedModel):
         fit_normalizer(self.ret_norm, returns[:, None])
 
     def _normalized(self, obs: torch.Tensor, traj: torch.Tensor) -> torch.Tensor:
+        """Every member's normalized prediction (E, B)."""
         x = torch.cat([self.obs_norm(obs), self.traj_norm(traj.reshape(len(traj), -1))], -1)
-        return self.net(x).squeeze(-1)
+        y = self.net(x)
+        return y.reshape(1, -1) if self.config.members == 1 else y
+
+    def members(self, obs: torch.Tensor, traj: torch.Tensor) -> torch.Tensor:
+        """obs (B, O), traj (B, H, D) → every member's predicted return (E, B) in data units."""
+        y = self._normalized(obs, traj)
+        return denormalize(self.ret_norm, y.reshape(-1, 1)).reshape(y.shape)
 
     def forward(self, obs: torch.Tensor, traj: torch.Tensor) -> torch.Tensor:
-        """obs (B, O), traj (B, H, D) → predicted return (B,) in data units."""
-        return denormalize(self.ret_norm, self._normalized(obs, traj)[:, None]).squeeze(-1)
+        """obs (B, O), traj (B, H, D) → predicted return (B,) in data units (the members' mean)."""
+        return self.members(obs, traj).mean(0)
 
     def loss(
         self, obs: torch.Tensor, traj: torch.Tensor, returns: torch.Tensor, generator: torch.Generator | None = None
     ) -> torch.Tensor:
-        """MSE of the normalized return."""
-        return (self._normalized(obs, traj) - self.ret_norm(returns[:, None]).squeeze(-1)).pow(2).mean()
+        """MSE of the normalized return, summed over the members (each fits the data on its own)."""
+        err = self._normalized(obs, traj) - self.ret_norm(returns[:, None]).squeeze(-1)
+        return err.pow(2).mean(1).sum()
 
     @torch.no_grad()
-    def score(self, obs: Array, trajs: Array) -> Array:
-        """obs (B, O), trajs (B, K, H, D) → predicted returns (B, K), all B·K in one pass.
+    def score(self, obs: Array, trajs: Array, pessimism: float | None = None) -> Array:
+        """obs (B, O), trajs (B, K, H, D) → predicted returns (B, K), all B·K in one pass: the members' mean −
+        ``pessimism`` (default ``config.pessimism``) × their standard deviation.
         numpy in, numpy out (a tensor in, a tensor out)."""
         device = self.obs_norm.mean.device
         o, t = as_tensor(obs, device), as_tensor(trajs, device)
@@ -84,8 +123,10 @@ class QModel(SavedModel):
                 f"got {tuple(o.shape)} and {tuple(t.shape)}"
             )
         B, K = t.shape[:2]
-        q = self(o.repeat_interleave(K, 0), t.reshape(B * K, self.horizon, self.dims)).reshape(B, K)
-        return like_input(q, trajs)
+        m = self.members(o.repeat_interleave(K, 0), t.reshape(B * K, self.horizon, self.dims))
+        kappa = self.config.pessimism if pessimism is None else pessimism
+        q = m.mean(0) - kappa * m.std(0) if len(m) > 1 and kappa else m.mean(0)
+        return like_input(q.reshape(B, K), trajs)
 
     @torch.no_grad()
     def best(self, obs: Array, trajs: Array) -> Array:

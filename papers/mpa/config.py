@@ -30,6 +30,7 @@ class DataConfig:
     """Expert demonstrations and counterfactual branching (data.py)."""
 
     scenario: str = "highway"  # the training traffic
+    perception: str = "kinematic"  # the base policy's input: "kinematic" features or "bev" (end to end, data.py)
     horizon: int = 10  # H waypoints at the control rate (dt = 0.2 s: a 2 s plan)
     expert_episodes: int = 5
     expert_max_steps: int = 150

@@ -4,8 +4,12 @@ Frames. Everything is in the scenario's road frame (x along the road, y left). A
 future ego waypoints at the control rate, D = 4 values each, relative to the ego now:
 ``(x_k - x_0, y_k - y_0, heading_k, speed_k)`` for k = 1..H (t + k·dt); positions are offsets in
 road-frame axes (no rotation: the road is the reference), heading and speed are absolute. The
-policy observation is ``Observation.flat()`` with the ego's x zeroed (x is distance since the
-road's start: meaningless to a policy), so obs size O = 6 + 7·K_others.
+policy observation (``policy_obs``) is, with ``perception = "kinematic"``, ``Observation.flat()`` with
+the ego's x zeroed (x is distance since the road's start: meaningless to a policy), so O = 6 + 7·K_others;
+with ``perception = "bev"`` (end to end) the ego's own 6 values, x zeroed, then the BEV camera's frames
+(``embody.sims.driving.bev``: C·H·W pixel values, channels first) and nothing about other vehicles.
+The adapter and the Q model condition on the base policy's ``features`` of it (``condition``): the
+observation itself for the kinematic policy, its image encoder's features for the end-to-end one.
 
 Counterfactual branching (``counterfactual_data``): along closed-loop rollouts of the base
 policy — which, with probability ``explore`` after each branch point, follow one of that point's
@@ -28,6 +32,7 @@ import numpy as np
 from embody.sims.driving import Observation, fast_settings, get_scenario, make_driving_sim
 from embody.sims.driving.actors import Trajectory
 from embody.sims.driving.base import StepMetrics
+from embody.sims.driving.bev import BEVCamera, BEVSettings
 from embody.sims.driving.control import TrajectoryFollower
 
 from .config import DataConfig
@@ -35,16 +40,33 @@ from .config import DataConfig
 D = 4  # values per waypoint: dx, dy, heading, speed
 
 
-def make_sim(scenario: str):
-    """A HighwaySim playing ``scenario`` with the fast settings (config.py says why)."""
-    return make_driving_sim("highway", fast_settings(get_scenario(scenario)))
+PERCEPTIONS = ("kinematic", "bev")
+BEV = BEVSettings()  # the end-to-end policy's camera: 2 grayscale frames, 128 × 32 px at 1 px/m
+
+
+def make_sim(scenario: str, perception: str = "kinematic"):
+    """A HighwaySim playing ``scenario`` with the fast settings (config.py says why); with ``perception = "bev"``
+    its observations carry the BEV camera's frames."""
+    if perception not in PERCEPTIONS:
+        raise ValueError(f"unknown perception {perception!r}; valid: {', '.join(PERCEPTIONS)}")
+    sim = make_driving_sim("highway", fast_settings(get_scenario(scenario)))
+    return BEVCamera(sim, BEV) if perception == "bev" else sim
 
 
 def policy_obs(obs: Observation) -> np.ndarray:
-    """The policy input (O,) float32: ``obs.flat()`` with the ego's road x zeroed."""
-    o = obs.flat()
+    """The policy input (O,) float32 (module docstring): kinematic features, or the ego's and the BEV frames."""
+    if obs.image is None:
+        o = obs.flat()
+    else:
+        o = np.concatenate([obs.ego, np.moveaxis(obs.image, -1, 0).ravel()]).astype(np.float32)
     o[0] = 0.0
     return o
+
+
+def condition(policy, obs: Observation) -> np.ndarray:
+    """What the adapter and the Q model condition on at ``obs``: ``policy.condition(obs)`` for a policy with a
+    perception of its own (MPAAgent), else the observation itself."""
+    return policy.condition(obs) if hasattr(policy, "condition") else policy_obs(obs)
 
 
 def ego_state(obs: Observation) -> np.ndarray:
@@ -77,7 +99,7 @@ def expert_rollouts(cfg: DataConfig, seeds: list[int]) -> tuple[np.ndarray, np.n
     A step contributes when the H following states exist (the episode did not end before)."""
     obs_all, plans = [], []
     for seed in seeds:
-        sim = make_sim(cfg.scenario)
+        sim = make_sim(cfg.scenario, cfg.perception)
         obs = sim.reset(seed)
         observations, states = [obs], [ego_state(obs)]
         for _ in range(cfg.expert_max_steps):
@@ -114,7 +136,7 @@ def dagger_rollouts(cfg: DataConfig, policy, seeds: list[int]) -> tuple[np.ndarr
     and the rollouts' stats (episodes, steps, collisions)."""
     obs_all, plans, stats = [], [], {"episodes": len(seeds), "steps": 0, "collisions": 0}
     for seed in seeds:
-        sim = make_sim(cfg.scenario)
+        sim = make_sim(cfg.scenario, cfg.perception)
         obs = sim.reset(seed)
         policy.reset()
         for step in range(cfg.expert_max_steps):
@@ -270,7 +292,7 @@ def branch_point(
     if propose is None:
         others = [perturb_plan(base, dy, dv, sim.dt) for dy, dv in sample_perturbations(rng, n, cfg)]
     else:
-        others = list(propose(policy_obs(obs), base, n))
+        others = list(propose(condition(base_policy, obs), base, n))
     plans = np.stack([base] + others)
     returns = np.empty(len(plans), dtype=np.float32)
     for m, plan in enumerate(plans):
@@ -294,14 +316,16 @@ def counterfactual_data(
     follower = TrajectoryFollower()
     rows: list[tuple] = []
     for seed in seeds:
-        sim = make_sim(cfg.scenario)
+        sim = make_sim(cfg.scenario, cfg.perception)
         obs = sim.reset(seed)
         base_policy.reset()
         driver.reset()
         explore = None  # a perturbed plan the rollout follows until the next branch point
         for step in range(cfg.branch_max_steps):
             if step % cfg.branch_every == 0:
-                rows.append((policy_obs(obs), *branch_point(sim, obs, base_policy, cfg, rng, follower, propose)))
+                rows.append(
+                    (condition(base_policy, obs), *branch_point(sim, obs, base_policy, cfg, rng, follower, propose))
+                )
                 explore = None
                 if rng.random() < cfg.explore:
                     explore = plan_trajectory(

@@ -20,6 +20,7 @@ import numpy as np
 
 from embody.progress import Progress
 from embody.sims.driving.base import StepMetrics, driving_score, summarize
+from embody.sims.driving.policies import ExpertPolicy
 from embody.stats import bootstrap_ci
 
 from .config import SETTINGS, MPAConfig
@@ -30,11 +31,12 @@ from .policy import AGENTS, Models, MPAAgent
 def run_agent_episode(
     kind: str, models: Models, cfg: MPAConfig, scenario: str, seed: int, k: int | None = None
 ) -> dict:
-    """One closed-loop episode of agent ``kind`` on ``scenario`` with traffic seed ``seed``;
+    """One closed-loop episode of agent ``kind`` (one of AGENTS, or "expert": the IDM/MOBIL expert the base
+    policy cloned, the reference for its competence) on ``scenario`` with traffic seed ``seed``;
     summarize()'s dict plus ``score`` and ``reference_m``."""
-    sim = make_sim(scenario)
+    sim = make_sim(scenario, "kinematic" if kind == "expert" else cfg.data.perception)
     agent_cfg = cfg.agent if k is None else replace(cfg.agent, candidates=k)
-    agent = MPAAgent(kind, models, agent_cfg, sim.dt, seed=seed)
+    agent = ExpertPolicy(sim) if kind == "expert" else MPAAgent(kind, models, agent_cfg, sim.dt, seed=seed)
     obs = sim.reset(seed)
     agent.reset()
     sc = sim.scenario

@@ -66,8 +66,12 @@ class MPAAgent:
         self.generator = torch.Generator().manual_seed(self.seed)
         self.trajectory, self.hold = None, 0
 
+    def condition(self, obs: Observation) -> np.ndarray:
+        """(F,): what the adapter and the Q model see of ``obs``: the base policy's ``features`` of it."""
+        return self.models.bc.features(policy_obs(obs)[None])[0]
+
     def candidates(self, o: np.ndarray, base: np.ndarray) -> np.ndarray:
-        """o (O,), base (H, 4) → K adapter proposals (K, H, 4)."""
+        """o (F,) (``condition``), base (H, 4) → K adapter proposals (K, H, 4)."""
         c = self.cfg
         return sample_plans(
             self.models.adapter, o[None], base[None], c.candidates, c.ddim_steps, c.eta, self.generator
@@ -79,6 +83,7 @@ class MPAAgent:
         base = self.base_plan = self.models.bc.predict(o[None])[0]
         if self.kind == "base":
             return base
+        o = self.condition(obs)
         cands = self.candidates(o, base)
         self.last_candidates = cands
         if self.kind == "base+adapter":

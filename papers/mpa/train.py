@@ -8,18 +8,25 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from embody.policies.diffusion import load_diffusion, plan_condition, sample_plans, save_diffusion, train_diffusion
-from embody.policies.trajectory import TrajectoryMLP, load_trajectory_bc, save_model, train_trajectory_bc
+from embody.policies.trajectory import (
+    TrajectoryBCConfig,
+    TrajectoryMLP,
+    load_trajectory_bc,
+    save_model,
+    train_trajectory_bc,
+)
 from embody.policies.value import load_q, save_q, train_q
 from embody.progress import Progress
 
 from .config import MPAConfig
-from .data import CounterfactualData, counterfactual_data, dagger_rollouts, expert_rollouts, make_sim
+from .data import BEV, CounterfactualData, counterfactual_data, dagger_rollouts, expert_rollouts, make_sim
 from .policy import Models, MPAAgent
 
 
@@ -106,6 +113,11 @@ def proposal_rounds(cfg: MPAConfig, cf: CounterfactualData, bc, adapter, info: d
     return cf, train_q(*q_targets(cf), cfg.q)
 
 
+def base_config(cfg: MPAConfig) -> TrajectoryBCConfig:
+    """The base BC's settings: ``cfg.bc`` with the image encoder on for the end-to-end (bev) perception."""
+    return replace(cfg.bc, image=BEV.shape() if cfg.data.perception == "bev" else None)
+
+
 def train_base(cfg: MPAConfig, models_dir: Path, log=print) -> tuple[TrajectoryMLP, dict]:
     """Base BC: clone the expert's episodes, then ``dagger_iterations`` rounds of DAgger (the
     policy drives, the expert labels the states it reaches, retrain on everything): cloning the
@@ -115,14 +127,15 @@ def train_base(cfg: MPAConfig, models_dir: Path, log=print) -> tuple[TrajectoryM
     np.savez_compressed(models_dir / "expert.npz", obs=obs, plans=plans)
     info: dict = {"expert": {"samples": len(obs), "time_s": round(time.perf_counter() - t0, 1)}, "dagger": []}
     log(f"mpa: {len(obs)} expert samples from {d.expert_episodes} episodes ({info['expert']['time_s']} s)")
-    bc = train_trajectory_bc(obs, plans, cfg.bc)
+    bc_cfg = base_config(cfg)
+    bc = train_trajectory_bc(obs, plans, bc_cfg)
     dt = make_sim(d.scenario).dt
     for it in range(d.dagger_iterations):
         t1 = time.perf_counter()
         seeds = [cfg.seed * 10_000 + 2_000 + 100 * it + i for i in range(d.dagger_episodes)]
         more_obs, more_plans, stats = dagger_rollouts(d, MPAAgent("base", Models(bc), cfg.agent, dt), seeds)
         obs, plans = np.concatenate([obs, more_obs]), np.concatenate([plans, more_plans])
-        bc = train_trajectory_bc(obs, plans, cfg.bc)
+        bc = train_trajectory_bc(obs, plans, bc_cfg)
         info["dagger"].append(
             {
                 **stats,

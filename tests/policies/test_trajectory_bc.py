@@ -200,3 +200,45 @@ def test_q_round_trip_is_exact(tmp_path, q_model):
     np.testing.assert_array_equal(loaded.score(obs, cands), q_model.score(obs, cands))
     with pytest.raises(ValueError, match="expected obs"):
         q_model.score(obs, cands[:, :, :2])
+
+
+def test_q_ensemble_is_pessimistic_where_its_members_disagree(tmp_path):
+    obs, traj, ret = q_data(1500, None, seed=0)
+    cfg = QConfig(hidden=[64, 64], members=4, pessimism=1.0, epochs=60, batch_size=128, progress=False)
+    q = train_q(obs, traj, ret, cfg)
+    test_obs, cands, test_ret = q_data(50, 8, seed=1)
+    mean, pess = q.score(test_obs, cands, pessimism=0.0), q.score(test_obs, cands)
+    with torch.no_grad():
+        spread = q.members(
+            torch.as_tensor(test_obs).repeat_interleave(8, 0), torch.as_tensor(cands).reshape(-1, QH, QD)
+        )
+    assert spread.shape == (4, 400) and (spread.std(0) > 0).all()  # independently initialized members
+    np.testing.assert_allclose(mean - pess, spread.std(0).reshape(50, 8).numpy(), rtol=1e-4, atol=1e-5)
+    assert spearman(torch.as_tensor(mean), torch.as_tensor(test_ret)).mean() > 0.9
+    far = cands * 20.0  # far outside the training trajectories: the members extrapolate differently
+    gap = q.score(test_obs, far, pessimism=0.0) - q.score(test_obs, far)
+    assert gap.mean() > (mean - pess).mean()
+    loaded = load_q(save_q(tmp_path / "q", q))
+    np.testing.assert_array_equal(loaded.score(test_obs, cands), pess)
+
+
+def test_bc_with_an_image_learns_from_the_pixels(tmp_path):
+    """The target depends only on where a bright blob sits in the image: the CNN has to read it."""
+    rng = np.random.default_rng(0)
+    n, shape = 600, (2, 8, 32)
+    col = rng.integers(0, 32, size=n)
+    img = np.zeros((n, *shape), dtype=np.float32)
+    img[np.arange(n), :, 3:5, col] = 255.0
+    vec = rng.normal(size=(n, 2)).astype(np.float32)
+    obs = np.concatenate([vec, img.reshape(n, -1)], 1)
+    traj = np.stack([col / 32.0, vec[:, 0]], 1)[:, None, :].repeat(3, 1).astype(np.float32)
+    cfg = TrajectoryBCConfig(hidden=[64, 64], epochs=60, batch_size=64, image=shape, image_features=16, progress=False)
+    model = train_trajectory_bc(obs, traj, cfg)
+    assert model.summary["val_r2"] > 0.8
+    feats = model.features(obs[:5])
+    assert feats.shape == (5, 2 + 16)
+    np.testing.assert_array_equal(feats[:, :2], obs[:5, :2])
+    loaded = load_trajectory_bc(save_model(tmp_path / "bc", model))
+    np.testing.assert_array_equal(loaded.predict(obs[:5]), model.predict(obs[:5]))
+    with pytest.raises(ValueError, match="needs more than"):
+        TrajectoryMLP(100, 3, 2, TrajectoryBCConfig(image=shape))
