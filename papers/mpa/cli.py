@@ -49,6 +49,11 @@ def eval_arguments(p: argparse.ArgumentParser) -> None:
         help="replicate seeds from --seed, each a resumable job in DIR/seed<S>/, pooled in DIR",
     )
     p.add_argument("--workers", type=positive_int, default=1, help="processes running the seeds (default 1)")
+    p.add_argument(
+        "--retrain-q",
+        action="store_true",
+        help="with --models: fit a new Q model (the --set q.* settings) on its counterfactual data first",
+    )
 
 
 def diagnose_arguments(p: argparse.ArgumentParser) -> None:
@@ -127,10 +132,13 @@ def run_eval(args) -> int:
     command = (
         f"embody mpa eval --scale {args.scale} --out {args.out} --seed {args.seed}"
         + (f" --models {models}" if models else "")
+        + (" --retrain-q" if args.retrain_q else "")
         + "".join(f" --set {t}" for t in args.set)
     )
+    if args.retrain_q and not models:
+        raise exits.CommandError("--retrain-q needs --models DIR (the trained models whose Q model it replaces)")
     if args.seeds == 1:
-        evaluate_seed(make_config(args.scale, args.seed, args.set), out, models, command, _log)
+        evaluate_seed(make_config(args.scale, args.seed, args.set), out, models, command, _log, args.retrain_q)
     else:
         run_seeds(
             args.scale,
@@ -141,5 +149,6 @@ def run_eval(args) -> int:
             args.workers,
             f"{command} --seeds {args.seeds}",
             _log,
+            args.retrain_q,
         )
     return exits.OK

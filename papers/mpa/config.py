@@ -108,7 +108,16 @@ def for_scale(scale: str, seed: int = 0) -> MPAConfig:
             DiffusionConfig(
                 timesteps=50, hidden=[128, 128], epochs=80, batch_size=64, ddim_steps=5, seed=seed, progress=False
             ),
-            QConfig(hidden=[128, 128], epochs=60, batch_size=64, patience=15, seed=seed, progress=False),
+            QConfig(
+                hidden=[128, 128],
+                members=2,
+                pessimism=1.0,
+                epochs=60,
+                batch_size=64,
+                patience=15,
+                seed=seed,
+                progress=False,
+            ),
             AgentConfig(candidates=8),
             EvalConfig(),
         )
@@ -124,15 +133,16 @@ def for_scale(scale: str, seed: int = 0) -> MPAConfig:
                 branch_every=4,
                 candidates=8,
                 continue_steps=10,
-                dagger_iterations=3,
+                dagger_iterations=6,
                 dagger_episodes=10,
                 proposal_rounds=3,
                 proposal_episodes=6,
+                perception="bev",
                 seed=seed,
             ),
             TrajectoryBCConfig(hidden=[256, 256], epochs=200, patience=20, seed=seed),
             DiffusionConfig(timesteps=100, hidden=[256, 256, 256], epochs=300, ddim_steps=10, seed=seed),
-            QConfig(hidden=[256, 256], epochs=200, patience=20, seed=seed),
+            QConfig(hidden=[256, 256], members=5, pessimism=1.0, epochs=200, patience=20, seed=seed),
             AgentConfig(candidates=16, ddim_steps=10),
             EvalConfig(
                 episodes=10,

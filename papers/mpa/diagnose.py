@@ -2,8 +2,9 @@
 
 A Q model is trained (the run's Q settings) on all but a random ``holdout`` fraction of the branch
 points and scores the candidates of the held-out ones; reported are the true advantages (return −
-the base plan's return) and collision rates of its picks, of a random candidate and of the oracle,
-and the mean within-point correlation of predicted and true advantage. This separates "the Q model
+the base plan's return) and collision rates of its picks (argmax of the members' mean, argmax of the
+pessimistic score, and the agent's rule: that pick unless it does not beat the base plan), of a random
+candidate and of the oracle, and the mean within-point correlation of predicted and true advantage. This separates "the Q model
 cannot rank" from "the agent's closed-loop states are unlike the branch data".
 """
 
@@ -31,20 +32,28 @@ def q_pick(cf: CounterfactualData, cfg: MPAConfig, holdout: float = 0.2, seed: i
     q = train_q(*q_targets(cf.where(~test)), replace(cfg.q, progress=False))
     t = cf.where(test)
     adv = t.returns - t.returns[:, :1]
-    pred = q.score(t.obs, t.plans)
+    pred, pess = q.score(t.obs, t.plans, pessimism=0.0), q.score(t.obs, t.plans)
     rows = np.arange(len(adv))
     pick = pred[:, 1:].argmax(1) + 1  # among the proposals (index 0 is the base plan)
+    pick_pess = pess[:, 1:].argmax(1) + 1
+    margin = cfg.agent.q_margin_rmse * q.summary["val_rmse"]
+    # the base+adapter+Q agent's rule (include_base): the pessimistic best unless it does not beat the base plan
+    agent = np.where(pess[rows, pick_pess] > margin, pick_pess, 0) if cfg.agent.include_base else pick_pess
     within = [np.corrcoef(p, a)[0, 1] for p, a in zip(pred, adv) if a.std() > 0 and p.std() > 0]
+    picks = {"q_pick": pick, "q_pick_pessimistic": pick_pess, "agent_rule": agent}
     return {
         "heldout_points": int(len(adv)),
+        "q_members": q.config.members,
+        "q_pessimism": q.config.pessimism,
+        "agent_rule_keeps_base": float(np.mean(agent == 0)),
         "advantage": {
-            "q_pick": float(adv[rows, pick].mean()),
+            **{k: float(adv[rows, v].mean()) for k, v in picks.items()},
             "random": float(adv[:, 1:].mean()),
             "base": 0.0,
             "oracle": float(adv.max(1).mean()),
         },
         "collision": {
-            "q_pick": float(np.mean(t.returns[rows, pick] < COLLIDED)),
+            **{k: float(np.mean(t.returns[rows, v] < COLLIDED)) for k, v in picks.items()},
             "random": float(np.mean(t.returns[:, 1:] < COLLIDED)),
             "base": float(np.mean(t.returns[:, 0] < COLLIDED)),
         },

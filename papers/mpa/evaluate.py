@@ -27,16 +27,17 @@ from .config import SETTINGS, MPAConfig
 from .data import CounterfactualData, make_sim
 from .policy import AGENTS, Models, MPAAgent
 
+EXPERT = "expert"  # the IDM/MOBIL expert the base policy cloned: the reference for its competence
+
 
 def run_agent_episode(
     kind: str, models: Models, cfg: MPAConfig, scenario: str, seed: int, k: int | None = None
 ) -> dict:
-    """One closed-loop episode of agent ``kind`` (one of AGENTS, or "expert": the IDM/MOBIL expert the base
-    policy cloned, the reference for its competence) on ``scenario`` with traffic seed ``seed``;
-    summarize()'s dict plus ``score`` and ``reference_m``."""
-    sim = make_sim(scenario, "kinematic" if kind == "expert" else cfg.data.perception)
+    """One closed-loop episode of agent ``kind`` (one of AGENTS, or EXPERT) on ``scenario`` with traffic seed
+    ``seed``; summarize()'s dict plus ``score`` and ``reference_m``."""
+    sim = make_sim(scenario, "kinematic" if kind == EXPERT else cfg.data.perception)
     agent_cfg = cfg.agent if k is None else replace(cfg.agent, candidates=k)
-    agent = ExpertPolicy(sim) if kind == "expert" else MPAAgent(kind, models, agent_cfg, sim.dt, seed=seed)
+    agent = ExpertPolicy(sim) if kind == EXPERT else MPAAgent(kind, models, agent_cfg, sim.dt, seed=seed)
     obs = sim.reset(seed)
     agent.reset()
     sc = sim.scenario
@@ -115,9 +116,10 @@ def run_evaluation(models: Models, cf: CounterfactualData, cfg: MPAConfig, retra
     scenarios = [s for group in SETTINGS.values() for s in group]
     sweep = list(e.sweep_scenarios)
     reruns = sum(f < 1.0 for f in e.data_fractions) + sum(k != cfg.agent.candidates for k in e.k_values)
-    total = e.episodes * (len(AGENTS) * len(scenarios) + reruns * len(sweep))
+    agents = (EXPERT, *AGENTS)
+    total = e.episodes * (len(agents) * len(scenarios) + reruns * len(sweep))
     bar, done, t0 = Progress(total, label="mpa eval", unit="episodes"), [0], time.perf_counter()
-    main = evaluate_agents(models, cfg, scenarios, progress=bar, done=done)
+    main = evaluate_agents(models, cfg, scenarios, agents, progress=bar, done=done)
     size_rows = []
     for frac in e.data_fractions:
         sub = cf.subset(frac)

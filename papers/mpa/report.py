@@ -7,6 +7,7 @@ from pathlib import Path
 from embody.stats import ci_cell
 
 from .config import SETTINGS
+from .evaluate import EXPERT
 from .policy import AGENTS
 
 
@@ -32,13 +33,20 @@ def write_report(result: dict, out: Path) -> Path:
         "|---|---|---|---|---|",
     ]
     for setting, scenarios in SETTINGS.items():
-        for agent in AGENTS:
+        for agent in (EXPERT, *AGENTS):
             s = ev["settings"].get(agent, {}).get(setting)
             if s:
                 lines.append(
                     f"| {setting} ({', '.join(scenarios)}) | {agent} | {ci_cell(s, 'score')} | "
                     f"{ci_cell(s, 'collision')} | {ci_cell(s, 'progress_m', '.0f')} |"
                 )
+    base, expert = (ev["settings"].get(a, {}).get("in-domain") for a in ("base", EXPERT))
+    if base and expert and expert["score"] > 0:
+        lines += [
+            "",
+            f"Base agent ({cfg['data'].get('perception', 'kinematic')} perception) in-domain: "
+            f"{base['score'] / expert['score']:.2f}× the expert's driving score.",
+        ]
     lines += [
         "",
         "## By scenario",
@@ -87,13 +95,19 @@ def write_report(result: dict, out: Path) -> Path:
             for i, r in enumerate(prop or [])
         ],
         f"- adapter (diffusion on residuals) val loss {tr['adapter']['val_loss']:.3f}; "
-        f"Q (advantage over the base plan) val RMSE {tr['q']['val_rmse']:.1f}, Spearman {tr['q']['val_spearman']:.3f}",
+        f"Q (advantage over the base plan; {_q_kind(cfg['q'])}{', retrained' if tr['q'].get('retrained') else ''}) "
+        f"val RMSE {tr['q']['val_rmse']:.1f}, Spearman {tr['q']['val_spearman']:.3f}",
         "",
     ]
     path = out / "report.md"
     path.write_text("\n".join(lines))
     _plots(ev, out)
     return path
+
+
+def _q_kind(q: dict) -> str:
+    members = q.get("members", 1)
+    return "one MLP" if members == 1 else f"{members}-member ensemble, score = mean − {q['pessimism']:g} × std"
 
 
 def _plots(ev: dict, out: Path) -> None:

@@ -27,11 +27,17 @@ def make_config(scale: str, seed: int, overrides: list[str]) -> MPAConfig:
     return apply_overrides(for_scale(scale, seed), texts=overrides)
 
 
-def evaluate_seed(cfg: MPAConfig, out: Path, models: Path | None, command: str, log: Callable[[str], None]) -> dict:
-    """One seed: train unless ``models`` (or ``out``) holds trained models, evaluate, write results and report."""
+def evaluate_seed(
+    cfg: MPAConfig, out: Path, models: Path | None, command: str, log: Callable[[str], None], retrain_q: bool = False
+) -> dict:
+    """One seed: train unless ``models`` (or ``out``) holds trained models, evaluate, write results and report.
+    ``retrain_q``: first fit a new Q model (``cfg.q``) on the trained models' counterfactual data (Q ablations)."""
+    from embody.policies.value import train_q
+
     from .evaluate import run_evaluation
+    from .policy import Models
     from .report import write_report
-    from .train import has_models, load_models, train_adapter_q, train_all
+    from .train import has_models, load_models, q_targets, train_adapter_q, train_all
 
     t0 = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
@@ -40,8 +46,11 @@ def evaluate_seed(cfg: MPAConfig, out: Path, models: Path | None, command: str, 
         train_all(cfg, out, log)
         source = out
     trained, cf = load_models(source)
-    ev = run_evaluation(trained, cf, cfg, lambda sub: train_adapter_q(sub, cfg))
     train_info = json.loads((source / "models" / "train.json").read_text())
+    if retrain_q:
+        trained = Models(trained.bc, trained.adapter, train_q(*q_targets(cf), cfg.q))
+        train_info["q"] = {**trained.q.summary, "retrained": True}
+    ev = run_evaluation(trained, cf, cfg, lambda sub: train_adapter_q(sub, cfg))
     result = {
         "command": command,
         "config": asdict(cfg),
@@ -55,7 +64,14 @@ def evaluate_seed(cfg: MPAConfig, out: Path, models: Path | None, command: str, 
 
 
 def _seed_job(
-    scale: str, overrides: list[str], out: str, models: str | None, command: str, workers: int, params: dict
+    scale: str,
+    overrides: list[str],
+    out: str,
+    models: str | None,
+    command: str,
+    workers: int,
+    retrain_q: bool,
+    params: dict,
 ) -> dict:
     """A job: one seed's pipeline in OUT/seed<S>/ (module level: spawned workers import it)."""
     if workers > 1:  # processes share the cores (torch's sums then differ from a one-process run in low digits)
@@ -69,6 +85,7 @@ def _seed_job(
         Path(models) if models else None,
         f"{command} (seed {seed})",
         lambda s: None,
+        retrain_q,
     )
     return result  # the job store keeps it as JSON
 
@@ -82,13 +99,16 @@ def run_seeds(
     workers: int,
     command: str,
     log: Callable[[str], None],
+    retrain_q: bool = False,
 ) -> dict:
     """Evaluate ``seeds`` as resumable jobs in ``out/seed<S>`` (``workers`` processes), then pool them
     (``write_pooled``)."""
     fingerprint = {"scale": scale, "set": sorted(overrides), "models": str(models) if models else None}
+    if retrain_q:
+        fingerprint["retrain_q"] = True
     store = JobStore(out, fingerprint)
     jobs = [Job(f"seed{s}", {"seed": s}) for s in seeds]
-    job = partial(_seed_job, scale, overrides, str(out), str(models) if models else None, command, workers)
+    job = partial(_seed_job, scale, overrides, str(out), str(models) if models else None, command, workers, retrain_q)
     results = run_jobs(
         job, jobs, store, workers=workers, label="mpa seeds", log=log, metrics=lambda r: {"time_s": r["time_s"]}
     )

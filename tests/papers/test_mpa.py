@@ -189,7 +189,8 @@ def test_mpa_eval_tiny_end_to_end(tmp_path):
         assert (out / name).stat().st_size > 0, name
     result = json.loads((out / "results.json").read_text())
     ev = result["eval"]
-    assert set(ev["settings"]) == {"base", "base+adapter", "base+adapter+Q"}
+    assert set(ev["settings"]) == {"expert", "base", "base+adapter", "base+adapter+Q"}
+    assert ev["settings"]["expert"]["in-domain"]["collision"] == 0.0  # the reference the base agent cloned
     for agent in ev["settings"].values():
         assert set(agent) == {"in-domain", "out-of-domain", "safety-critical"}
         for s in agent.values():
@@ -203,6 +204,21 @@ def test_mpa_eval_tiny_end_to_end(tmp_path):
     assert diag["heldout_points"] >= 1 and adv["oracle"] >= max(adv["q_pick"], adv["random"], 0.0)
     assert main(["mpa", "diagnose", "--out", str(tmp_path / "empty")]) == 2  # no models: a clear error
     _seeds_as_jobs(out, tmp_path)
+    _retrain_q(out, tmp_path)
+
+
+def _retrain_q(models, tmp_path):
+    """``eval --retrain-q``: a Q ablation on trained models (here a 3-member pessimistic ensemble)."""
+    from embody.cli import main
+
+    quick = ["--set", "eval.episodes=1", "--set", "eval.data_fractions=[1.0]", "--set", "eval.k_values=[8]"]
+    q_set = ["--set", "q.members=3", "--set", "q.pessimism=2.0"]
+    out = tmp_path / "q3"
+    assert main(["mpa", "eval", "--out", str(out), "--models", str(models), "--retrain-q", *q_set, *quick]) == 0
+    result = json.loads((out / "results.json").read_text())
+    assert result["train"]["q"]["retrained"] and result["config"]["q"]["members"] == 3
+    assert "--retrain-q" in result["command"]
+    assert main(["mpa", "eval", "--out", str(out), "--retrain-q", *quick]) == 2  # nothing to retrain on
 
 
 def _seeds_as_jobs(models, tmp_path):
@@ -238,3 +254,25 @@ def _seeds_as_jobs(models, tmp_path):
     merged = json.loads((tmp_path / "all" / "results.json").read_text())
     assert merged["config"]["seeds"] == [0, 1, 2, 3]
     assert main(["mpa", "merge", "--from", str(seeds), "--from", str(seeds), "--out", str(tmp_path / "x")]) == 2
+
+
+def test_bev_perception_conditions_the_adapter_and_q_on_the_base_policy_s_features():
+    """End to end from the BEV camera: the base BC reads the frames through its CNN, and the counterfactual data
+    (what the adapter and the Q model learn from) holds that CNN's features of each branch point."""
+    from embody.papers.mpa.config import for_scale
+    from embody.papers.mpa.data import BEV, counterfactual_data, policy_obs
+    from embody.papers.mpa.policy import Models, MPAAgent
+    from embody.policies.trajectory import TrajectoryBCConfig, train_trajectory_bc
+
+    cfg = DataConfig(perception="bev", expert_episodes=1, expert_max_steps=20, branch_max_steps=7, branch_every=6)
+    obs, plans = expert_rollouts(cfg, [0])
+    assert obs.shape == (20 + 1 - cfg.horizon, 6 + int(np.prod(BEV.shape())))  # 21 states: H-step futures
+    sim = make_sim("highway", "bev")
+    o = policy_obs(sim.reset(0))
+    np.testing.assert_array_equal(o[6:], np.moveaxis(sim.observe().image, -1, 0).ravel())  # frames, channels first
+    bc = train_trajectory_bc(obs, plans, TrajectoryBCConfig(hidden=[32], epochs=2, image=BEV.shape(), progress=False))
+    agent = MPAAgent("base", Models(bc), for_scale("tiny").agent, sim.dt)
+    features = bc.config.image_features
+    assert agent.condition(sim.observe()).shape == (6 + features,)
+    cf = counterfactual_data(cfg, agent, [1])
+    assert cf.obs.shape == (2, 6 + features) and cf.plans.shape == (2, cfg.candidates, cfg.horizon, 4)
