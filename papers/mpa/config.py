@@ -3,8 +3,11 @@
 tiny:  the whole pipeline (expert data → base BC + DAgger → counterfactual branches → adapter →
        proposal branches → Q → closed-loop evaluation and sweeps) in ~40 s alone on 2 cores, 2.5 min
        on a busy machine; numbers are noisy.
-paper: 3 DAgger rounds, up to 912 + 3 × 6 × 38 branch points × 8 plans (515 + 353 in results/paper),
-       10 full-length episodes per scenario; 33 minutes on a busy 2-core machine (measured).
+paper: end to end — the base policy drives from the BEV camera (data.py) — with 6 DAgger rounds, up to
+       912 + 3 × 6 × 38 branch points × 8 plans, a 5-member pessimistic Q ensemble, 10 full-length episodes
+       per scenario. results/paper (kinematic base, 3 DAgger rounds, one Q MLP: 33 min on a busy 2-core
+       machine) is reproduced with --set data.perception=kinematic --set data.dagger_iterations=3
+       --set q.members=1.
 
 Both use the driving sims' fast settings (``fast_settings``: ≤ 12 background vehicles, 5 Hz
 integration, no traffic–traffic collision checks), which keep highway-env at ~300 steps/s.
@@ -66,8 +69,10 @@ class AgentConfig:
     # is the base plan itself where no perturbation beat it: a zero residual, so the adapter stays near the base)
     include_base: bool = True  # base+adapter+Q: keep the base plan unless a proposal's predicted advantage
     q_margin_rmse: float = 0.0  # exceeds this many of the Q model's validation RMSEs (our conservative addition)
+    q_pessimism: float = 1.0  # a Q ensemble scores a proposal by the members' mean − this × their std
     replan_every: int = 5  # adapter agents commit to a chosen plan for this many control steps (1 s), as the
-    # counterfactual branches followed theirs; the base agent replans every step (as in data collection)
+    # counterfactual branches followed theirs (policy.py: the paper scale replans every step); the base agent
+    # replans every step (as in data collection)
 
 
 @dataclass
@@ -108,16 +113,7 @@ def for_scale(scale: str, seed: int = 0) -> MPAConfig:
             DiffusionConfig(
                 timesteps=50, hidden=[128, 128], epochs=80, batch_size=64, ddim_steps=5, seed=seed, progress=False
             ),
-            QConfig(
-                hidden=[128, 128],
-                members=2,
-                pessimism=1.0,
-                epochs=60,
-                batch_size=64,
-                patience=15,
-                seed=seed,
-                progress=False,
-            ),
+            QConfig(hidden=[128, 128], members=2, epochs=60, batch_size=64, patience=15, seed=seed, progress=False),
             AgentConfig(candidates=8),
             EvalConfig(),
         )
@@ -138,12 +134,13 @@ def for_scale(scale: str, seed: int = 0) -> MPAConfig:
                 proposal_rounds=3,
                 proposal_episodes=6,
                 perception="bev",
+                off_road_penalty=100.0,  # one step off the road zeroes the driving score, as a collision does
                 seed=seed,
             ),
             TrajectoryBCConfig(hidden=[256, 256], epochs=200, patience=20, seed=seed),
             DiffusionConfig(timesteps=100, hidden=[256, 256, 256], epochs=300, ddim_steps=10, seed=seed),
-            QConfig(hidden=[256, 256], members=5, pessimism=1.0, epochs=200, patience=20, seed=seed),
-            AgentConfig(candidates=16, ddim_steps=10),
+            QConfig(hidden=[256, 256], members=5, epochs=200, patience=20, seed=seed),
+            AgentConfig(candidates=16, ddim_steps=10, q_pessimism=2.0, replan_every=1),
             EvalConfig(
                 episodes=10,
                 max_steps=0,

@@ -32,7 +32,7 @@ def q_pick(cf: CounterfactualData, cfg: MPAConfig, holdout: float = 0.2, seed: i
     q = train_q(*q_targets(cf.where(~test)), replace(cfg.q, progress=False))
     t = cf.where(test)
     adv = t.returns - t.returns[:, :1]
-    pred, pess = q.score(t.obs, t.plans, pessimism=0.0), q.score(t.obs, t.plans)
+    pred, pess = q.score(t.obs, t.plans, pessimism=0.0), q.score(t.obs, t.plans, cfg.agent.q_pessimism)
     rows = np.arange(len(adv))
     pick = pred[:, 1:].argmax(1) + 1  # among the proposals (index 0 is the base plan)
     pick_pess = pess[:, 1:].argmax(1) + 1
@@ -44,7 +44,7 @@ def q_pick(cf: CounterfactualData, cfg: MPAConfig, holdout: float = 0.2, seed: i
     return {
         "heldout_points": int(len(adv)),
         "q_members": q.config.members,
-        "q_pessimism": q.config.pessimism,
+        "q_pessimism": cfg.agent.q_pessimism,
         "agent_rule_keeps_base": float(np.mean(agent == 0)),
         "advantage": {
             **{k: float(adv[rows, v].mean()) for k, v in picks.items()},

@@ -9,9 +9,10 @@
                  proposal's predicted advantage exceeds ``q_margin_rmse`` × the Q model's validation RMSE
 
 The adapter agents commit to a proposal for ``replan_every`` steps (made absolute when chosen), as
-the counterfactual branches they learned from did; replanning a relative lateral offset every
-step would compound it. The base plan (the base agent's, or the Q agent's when it keeps it) is
-replanned every step: followed open-loop it drifts.
+the counterfactual branches they learned from did (tiny: 5), or replan every step (paper: with the
+end-to-end base, committing for 1 s left the road in 20 of 50 base+adapter episodes, replanning in 3).
+The base plan (the base agent's, or the Q agent's when it keeps it) is replanned every step: followed
+open-loop it drifts.
 
 Each is a driving policy: ``act(obs)`` → action (2,), ``plan(obs)`` → (H, 4), ``reset()``.
 """
@@ -88,7 +89,7 @@ class MPAAgent:
         self.last_candidates = cands
         if self.kind == "base+adapter":
             return cands.mean(0)
-        q = self.models.q.score(o[None], cands[None])[0]  # predicted advantage over the base plan
+        q = self.models.q.score(o[None], cands[None], self.cfg.q_pessimism)[0]  # predicted advantage over base
         best = int(np.argmax(q))
         if not self.cfg.include_base:
             return cands[best]

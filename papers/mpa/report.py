@@ -95,7 +95,7 @@ def write_report(result: dict, out: Path) -> Path:
             for i, r in enumerate(prop or [])
         ],
         f"- adapter (diffusion on residuals) val loss {tr['adapter']['val_loss']:.3f}; "
-        f"Q (advantage over the base plan; {_q_kind(cfg['q'])}{', retrained' if tr['q'].get('retrained') else ''}) "
+        f"Q (advantage over the base plan; {_q_kind(cfg['q'], cfg['agent'])}{', retrained' if tr['q'].get('retrained') else ''}) "
         f"val RMSE {tr['q']['val_rmse']:.1f}, Spearman {tr['q']['val_spearman']:.3f}",
         "",
     ]
@@ -105,9 +105,9 @@ def write_report(result: dict, out: Path) -> Path:
     return path
 
 
-def _q_kind(q: dict) -> str:
+def _q_kind(q: dict, agent: dict) -> str:
     members = q.get("members", 1)
-    return "one MLP" if members == 1 else f"{members}-member ensemble, score = mean − {q['pessimism']:g} × std"
+    return "one MLP" if members == 1 else f"{members}-member ensemble, score = mean − {agent['q_pessimism']:g} × std"
 
 
 def _plots(ev: dict, out: Path) -> None:

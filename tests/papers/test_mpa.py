@@ -212,7 +212,7 @@ def _retrain_q(models, tmp_path):
     from embody.cli import main
 
     quick = ["--set", "eval.episodes=1", "--set", "eval.data_fractions=[1.0]", "--set", "eval.k_values=[8]"]
-    q_set = ["--set", "q.members=3", "--set", "q.pessimism=2.0"]
+    q_set = ["--set", "q.members=3", "--set", "agent.q_pessimism=2.0"]
     out = tmp_path / "q3"
     assert main(["mpa", "eval", "--out", str(out), "--models", str(models), "--retrain-q", *q_set, *quick]) == 0
     result = json.loads((out / "results.json").read_text())
