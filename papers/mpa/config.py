@@ -53,6 +53,7 @@ class DataConfig:
     speed_range: tuple[float, float] = (-8.0, 4.0)  # [m/s] speed perturbation, ramped in
     collision_penalty: float = 100.0  # return = progress [m] - penalties
     off_road_penalty: float = 10.0  # per off-road step
+    off_road_exit_penalty: float = 0.0  # once, if the branch leaves the road at all
     ttc_threshold_s: float = 2.0  # per step: ttc_penalty * max(0, 1 - ttc / threshold)
     ttc_penalty: float = 2.0
     seed: int = 0
@@ -134,7 +135,7 @@ def for_scale(scale: str, seed: int = 0) -> MPAConfig:
                 proposal_rounds=3,
                 proposal_episodes=6,
                 perception="bev",
-                off_road_penalty=100.0,  # one step off the road zeroes the driving score, as a collision does
+                off_road_exit_penalty=100.0,  # one step off the road zeroes the driving score, as a collision does
                 seed=seed,
             ),
             TrajectoryBCConfig(hidden=[256, 256], epochs=200, patience=20, seed=seed),

@@ -186,6 +186,7 @@ def sample_perturbations(rng: np.random.Generator, n: int, cfg: DataConfig) -> n
 
 def branch_return(steps: list[StepMetrics], start_progress: float, cfg: DataConfig) -> float:
     """progress [m] over the branch − collision_penalty·(collided) − off_road_penalty·(off-road steps)
+    − off_road_exit_penalty·(left the road at all)
     − ttc_penalty·Σ max(0, 1 − ttc / ttc_threshold_s)."""
     if not steps:
         return 0.0
@@ -193,7 +194,8 @@ def branch_return(steps: list[StepMetrics], start_progress: float, cfg: DataConf
     collided = any(s.collision for s in steps)
     off = sum(s.off_road for s in steps)
     ttc = sum(max(0.0, 1.0 - s.ttc_s / cfg.ttc_threshold_s) for s in steps if math.isfinite(s.ttc_s))
-    return float(progress - cfg.collision_penalty * collided - cfg.off_road_penalty * off - cfg.ttc_penalty * ttc)
+    penalty = cfg.collision_penalty * collided + cfg.off_road_penalty * off + cfg.off_road_exit_penalty * (off > 0)
+    return float(progress - penalty - cfg.ttc_penalty * ttc)
 
 
 def run_branch(

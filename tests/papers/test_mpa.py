@@ -276,3 +276,20 @@ def test_bev_perception_conditions_the_adapter_and_q_on_the_base_policy_s_featur
     assert agent.condition(sim.observe()).shape == (6 + features,)
     cf = counterfactual_data(cfg, agent, [1])
     assert cf.obs.shape == (2, 6 + features) and cf.plans.shape == (2, cfg.candidates, cfg.horizon, 4)
+
+
+def test_branch_return_prices_collisions_leaving_the_road_and_closing_in():
+    from embody.papers.mpa.data import branch_return
+    from embody.sims.driving.base import StepMetrics
+
+    def step(progress, collision=False, off_road=False, ttc=float("inf")):
+        return StepMetrics(0.0, collision, off_road, progress, ttc, float("inf"), 20.0)
+
+    cfg = DataConfig(off_road_exit_penalty=100.0)
+    clean = [step(10.0), step(20.0)]
+    assert branch_return(clean, 5.0, cfg) == 15.0
+    assert branch_return([step(10.0), step(20.0, collision=True)], 5.0, cfg) == 15.0 - 100.0
+    off = [step(10.0, off_road=True), step(20.0, off_road=True)]
+    assert branch_return(off, 5.0, cfg) == 15.0 - 2 * 10.0 - 100.0  # per step, and once for leaving at all
+    assert branch_return([step(10.0, ttc=1.0), step(20.0)], 5.0, cfg) == 15.0 - 2.0 * 0.5
+    assert branch_return([], 5.0, cfg) == 0.0
