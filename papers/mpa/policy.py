@@ -84,7 +84,7 @@ class MPAAgent:
         base = self.base_plan = self.models.bc.predict(o[None])[0]
         if self.kind == "base":
             return base
-        o = self.condition(obs)
+        o = self.models.bc.features(o[None])[0]  # ``condition``, from the observation already built
         cands = self.candidates(o, base)
         self.last_candidates = cands
         if self.kind == "base+adapter":
