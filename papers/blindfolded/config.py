@@ -43,7 +43,11 @@ class PegConfig:
     batch_size: int = 256
     lr: float = 2e-3
     dagger_betas: list[float] | None = None  # expert-action probability per DAgger iteration (None: 0.5, 0.25, 0.125)
+    demo_noise: float = 0.0  # DART: N(0, σ²) added to the expert's executed action while demonstrating (labels clean)
+    teacher_resync: float = 0.0  # m: a search teacher skips ahead to a student that slid past it (SearchExpert)
     contact_history: bool = False  # the learner also observes elapsed time and when/where it first touched the board
+    search_progress: bool = False  # ... and how far its search has slid and reached (PegInsert.progress)
+    last_action: bool = True  # the learner observes its previous action (False: zeros; a copycat clone stalls)
 
 
 @dataclass

@@ -157,13 +157,12 @@ class TaskPegInsert(PegInsert):
         return out
 
 
-def make_config(max_episode_steps: int | None = None, contact_history: bool = False) -> PegInsertConfig:
+def make_config(max_episode_steps: int | None = None, **observation) -> PegInsertConfig:
     """peg-insert's defaults (8 mm range, 1 mm clearance, round hole) with one longer episode
-    budget for every level, and optionally the contact-history observation (``PegInsert.history``)."""
+    budget for every level; ``observation``: PegInsertConfig's observation switches (``contact_history``,
+    ``search_progress``, ``last_action``)."""
     return PegInsertConfig(
-        max_episode_steps=max_episode_steps or MAX_EPISODE_STEPS,
-        hole_xy_range=HOLE_XY_RANGE,
-        contact_history=contact_history,
+        max_episode_steps=max_episode_steps or MAX_EPISODE_STEPS, hole_xy_range=HOLE_XY_RANGE, **observation
     )
 
 
@@ -179,13 +178,14 @@ def make_env(n_envs: int, seed: int = 0, config: PegInsertConfig | None = None, 
 
 
 # -- experts -------------------------------------------------------------------------------------
-def make_expert(level: str, config: PegInsertConfig | None = None, seed: int = 0):
-    """The expert of ``level`` (a Policy over cat(obs, privileged) (n, 38))."""
+def make_expert(level: str, config: PegInsertConfig | None = None, seed: int = 0, resync: float = 0.0):
+    """The expert of ``level`` (a Policy over cat(obs, privileged) (n, 38)); ``resync``: SearchExpert's (a
+    search expert as a DAgger teacher)."""
     config = config or make_config()
     side = _side(level, config.hole_xy_range) if level in LEVELS else None
     if level == "informed":
         return ScriptedExpert(config, approach="contact")
-    return SearchExpert(config, None if level == "blind" else side, seed=seed)
+    return SearchExpert(config, None if level == "blind" else side, resync=resync, seed=seed)
 
 
 # -- rollouts ------------------------------------------------------------------------------------
@@ -323,6 +323,7 @@ def train_student(
     n_envs: int = 16,
     min_grad_steps: int = MIN_GRAD_STEPS,
     dagger_betas: list[float] | None = None,
+    teacher_resync: float = 0.0,
 ) -> RecurrentActorCritic:
     """A GRU BC student (obs (n, 33) → action (n, 3), history in its state) trained on ``demos``
     by BPTT over ``seq_len`` windows (``train_bc``; the first ``seq_len // 4`` steps of a window
@@ -351,6 +352,7 @@ def train_student(
             seed,
             min_grad_steps,
             dagger_betas,
+            teacher_resync,
         )
     return policy
 
@@ -377,6 +379,7 @@ def dagger(
     seed: int = 0,
     min_grad_steps: int = MIN_GRAD_STEPS,
     betas: list[float] | None = None,
+    resync: float = 0.0,
 ) -> list[dict]:
     """DAgger (Ross et al. 2011; the core loop, ``embody.policies.distill.distill``) on the training
     holes, starting from ``demos``: each iteration plays ``episodes`` episodes (the holes of ``tasks``
@@ -396,7 +399,7 @@ def dagger(
     history = policy.dagger = getattr(policy, "dagger", [])
 
     def rollout(i: int, beta: float) -> tuple[Demonstrations, dict]:
-        teacher = make_expert(level, config, seed=seed * 100 + i + 1)
+        teacher = make_expert(level, config, seed=seed * 100 + i + 1, resync=resync)
         ep = run_episodes(
             env, policy, queue, privileged=False, record=True, teacher=teacher, beta=beta, seed=seed * 100 + i
         )
@@ -531,7 +534,10 @@ class PegDomain:
 
     def task_config(self) -> PegInsertConfig:
         """The peg-insert config of the study (its episode length)."""
-        return make_config(self.cfg.max_steps, self.cfg.contact_history)
+        c = self.cfg
+        return make_config(
+            c.max_steps, contact_history=c.contact_history, search_progress=c.search_progress, last_action=c.last_action
+        )
 
     def levels(self) -> list[str]:
         """The configured levels (raises for an unknown one)."""
@@ -543,11 +549,11 @@ class PegDomain:
         """I in bits of ``level`` (see ``information_bits``); ``tasks`` are ignored."""
         return information_bits(level)
 
-    def _run(self, policy, task_ids, privileged: bool, seed: int, record: bool = False) -> Episodes:
+    def _run(self, policy, task_ids, privileged: bool, seed: int, record: bool = False, noise: float = 0.0):
         holes = hole_of(task_ids)
         env = make_env(min(self.cfg.n_envs, len(holes)), seed=seed, config=self.task_config())
         try:
-            return run_episodes(env, policy, holes, privileged=privileged, record=record)
+            return run_episodes(env, policy, holes, privileged=privileged, record=record, noise=noise, seed=seed)
         finally:
             env.close()
 
@@ -566,15 +572,16 @@ class PegDomain:
         }
 
     def collect(self, level: str, task_ids, information_bits: float | None = None, seed: int = 0):
-        """``demos_per_task`` expert episodes per task (different start poses and regions); only the
-        successful ones are kept (``meta.episode_tasks``: the task index of each kept episode;
+        """``demos_per_task`` expert episodes per task (different start poses and regions; with ``demo_noise``,
+        DART's perturbed execution and the expert's own labels); only the successful ones are kept (``meta.episode_tasks``: the task index of each kept episode;
         ``meta.expert_success``: every episode's outcome)."""
         from .demos import from_episodes
 
         ids = [int(t) for t in task_ids]
         k = self.cfg.demos_per_task
         queue = [t for t in ids for _ in range(k)]
-        ep = self._run(make_expert(level, self.task_config(), seed=seed), queue, True, seed, record=True)
+        expert = make_expert(level, self.task_config(), seed=seed)
+        ep = self._run(expert, queue, True, seed, record=True, noise=self.cfg.demo_noise)
         starts = np.flatnonzero(ep.starts)
         ends = np.r_[starts[1:], len(ep.starts)]
         keep = [e for e in range(len(queue)) if ep.success[e]]
@@ -633,6 +640,7 @@ class PegDomain:
             n_envs=c.n_envs,
             min_grad_steps=min(MIN_GRAD_STEPS, 10 * c.epochs),
             dagger_betas=c.dagger_betas,
+            teacher_resync=c.teacher_resync,
         )
         return policy, {
             "loss": float(policy.fit["mse"]),

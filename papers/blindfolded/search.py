@@ -40,6 +40,9 @@ class SearchExpert:
     lags the spiral and passes within < 0.6 mm of the hole's axis without dropping in; pressing
     harder makes it drop in from further off the axis. Blind's remaining failures at 600 steps are
     partly time (its spiral covers the 270 mm of the prior square at ~0.7 mm a step while tracking).
+    ``resync`` > 0 (a DAgger teacher): when another policy drives the peg along the spiral ahead of this
+    expert's own progress, skip ahead to where the tip is (the nearest point within ``resync`` metres of path
+    ahead, if within half a pass of it) instead of labelling a way back to a point the peg has already passed.
     ``mode="peck"``: probe the spiral's points ``pitch`` apart: move in the air ``lift`` above the
     face, press down once within ``aim`` of the point, go on once the peg rests on the face. Sure to
     find the hole in principle, but the arm rings laterally ~0.5 mm after each move, ~8 steps a
@@ -62,6 +65,7 @@ class SearchExpert:
         tolerance: float = 0.0015,
         gain: float = 2.0,
         integral: float = 0.6,
+        resync: float = 0.0,
         seed: int = 0,
     ):
         if mode not in ("peck", "slide"):
@@ -70,6 +74,7 @@ class SearchExpert:
         self.pitch, self.press, self.drop, self.lift, self.aim = pitch, press, drop, lift, aim
         self.hover, self.max_force = hover, max_force
         self.speed, self.tolerance, self.gain, self.integral = speed, tolerance, gain, integral
+        self.resync = resync
         self.obs_size, self.action_size = observation_size(config) + PRIVILEGED_SIZE, 3
         self.rng = np.random.default_rng([seed, 5])
         half = (2 * config.hole_xy_range if side is None else side) / 2
@@ -94,6 +99,18 @@ class SearchExpert:
 
     def _point(self, d: np.ndarray) -> np.ndarray:
         return np.clip(self.centre + self._spiral(d), -self.bound, self.bound)
+
+    def _caught_up(self, xy: np.ndarray, sliding: np.ndarray) -> np.ndarray:
+        """(n,) progress along the spiral: where the tip xy (n, 2) is, for ``sliding`` envs whose tip lies on the
+        spiral (within half a pass) within ``resync`` of path ahead of their progress, else unchanged."""
+        ahead = self.d[:, None] + np.linspace(0.0, self.resync, 33)[None]  # (n, 33)
+        offsets = self._spiral(ahead.ravel()).reshape(*ahead.shape, 2)
+        pts = np.clip(self.centre[:, None] + offsets, -self.bound, self.bound)
+        dist = np.linalg.norm(pts - xy[:, None], axis=2)
+        best = dist.argmin(axis=1)
+        d_best = dist[np.arange(len(xy)), best]
+        near = sliding & (d_best < self.pitch / 2) & (d_best < dist[:, 0])  # on the spiral, not beside the next pass
+        return np.where(near, ahead[np.arange(len(xy)), best], self.d)
 
     def act(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
         """Actions (n, 3) from cat(obs, privileged) (n, 38): touch down at the told region's centre, then search
@@ -130,6 +147,8 @@ class SearchExpert:
             goal[:, :2] = point
             goal[:, 2] = np.where(aimed, -self.press, np.where(self.touched, self.lift, self.hover))
         else:
+            if self.resync > 0:
+                self.d = self._caught_up(tip[:, :2], self.touched & ~inside)
             way = self._point(self.d)
             on_track = np.linalg.norm(way - tip[:, :2], axis=1) < self.tolerance
             self.d = np.where(self.touched & on_track & ~inside, self.d + self.speed, self.d)

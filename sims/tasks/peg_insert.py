@@ -78,6 +78,8 @@ Q, DQ, TIP, QUAT, WRENCH, LAST, TARGET = (
 HOLE, YAW, CLEARANCE = slice(0, 3), 3, 4  # privileged layout
 OBS_SIZE, PRIVILEGED_SIZE = 33, 5
 HISTORY_SIZE = 5  # contact_history's extra observation (appended after TARGET)
+PROGRESS_SIZE = 2  # search_progress's extra observation (appended last)
+SLID_SCALE = 0.1  # m: search_progress reports the distance slid on the face in these units
 TOUCH_HEIGHT = 0.15e-3  # m: the tip this close above the face (or lower) counts as touching the board
 MAX_CLEARANCE = 0.01  # m
 
@@ -109,11 +111,13 @@ class PegInsertConfig(TaskConfig):
     tare_steps: int = 2
     wrench_source: str = "ft"  # ft | joint_torque (see arm_common.py; joint_torque for simulators without F/T)
     contact_history: bool = False  # append HISTORY_SIZE features of the episode so far (observe's docstring)
+    search_progress: bool = False  # append PROGRESS_SIZE features: how far a search on the face has got (progress)
+    last_action: bool = True  # observe the previous action; False zeroes its 3 columns (observe's docstring)
 
 
 def observation_size(c: PegInsertConfig) -> int:
-    """The learner's observation size: 33, or 38 with ``contact_history``."""
-    return OBS_SIZE + (HISTORY_SIZE if c.contact_history else 0)
+    """The learner's observation size: 33, + 5 with ``contact_history``, + 2 with ``search_progress``."""
+    return OBS_SIZE + (HISTORY_SIZE if c.contact_history else 0) + (PROGRESS_SIZE if c.search_progress else 0)
 
 
 def validate(c: PegInsertConfig) -> None:
@@ -198,6 +202,10 @@ class PegInsert(Task):
         self.target = np.tile(self.nominal, (n_envs, 1))  # the controller's tip target
         self.touch_step = np.full(n_envs, -1, dtype=np.int64)  # contact_history: step of the first touch (-1: none)
         self.touch_xy = np.zeros((n_envs, 2))  # ... and the tip's xy then, relative to the nominal mouth
+        self.slid = np.zeros(n_envs)  # search_progress: path length [m] slid on the face since the first touch
+        self.reach = np.zeros(n_envs)  # ... the farthest Chebyshev distance [m] from the nominal mouth while touching
+        self.prev_xy = np.zeros((n_envs, 2))  # ... the tip's xy and step at the last update (one update per step)
+        self.prev_step = np.full(n_envs, -1, dtype=np.int64)
         self.q_cmd = np.tile(self.home, (n_envs, 1))  # its joint-space solution
 
     @property
@@ -271,6 +279,7 @@ class PegInsert(Task):
         self._running[env_ids] = True
         self.peak_force[env_ids] = 0.0
         self.touch_step[env_ids], self.touch_xy[env_ids] = -1, 0.0
+        self.slid[env_ids], self.reach[env_ids], self.prev_step[env_ids] = 0.0, 0.0, -1
         self.io.on_reset(env_ids)
 
     def take_episode_stats(self) -> dict[str, list[float]]:
@@ -303,7 +312,9 @@ class PegInsert(Task):
     def observe(self, state: RobotState) -> np.ndarray:
         """(n, 33): q − q_home, q̇, tip − nominal hole mouth, tip quaternion w,x,y,z, tared wrench, previous action,
         target − tip; with ``contact_history`` (n, 38), then ``history``'s 5 features. Also tracks the episode's peak
-        force."""
+        force. Without ``last_action`` the previous action's columns are zeros (the layout kept): a clone that sees
+        its own last action learns to repeat it (the copycat problem) and, once friction holds the peg with the
+        action near zero, stalls there for good."""
         wrench = self.io.observe(state)
         self.peak_force = np.maximum(self.peak_force, np.linalg.norm(wrench[:, :3], axis=1))
         parts = [
@@ -312,11 +323,13 @@ class PegInsert(Task):
             state.ee_pos - self.nominal,
             state.ee_quat,
             wrench,
-            np.clip(self.last_action, -1, 1),
+            np.clip(self.last_action, -1, 1) if self.config.last_action else np.zeros_like(self.last_action),
             self.target - state.ee_pos,
         ]
         if self.config.contact_history:
             parts.append(self.history(state.ee_pos - self.nominal))
+        if self.config.search_progress:
+            parts.append(self.progress(state.ee_pos - self.nominal))
         return np.concatenate(parts, axis=1).astype(np.float32)
 
     def history(self, tip: np.ndarray) -> np.ndarray:
@@ -333,6 +346,21 @@ class PegInsert(Task):
         horizon = float(self.config.max_episode_steps)
         since = np.where(touched, steps - self.touch_step, 0) / horizon
         return np.c_[steps / horizon, touched, since, self.touch_xy]
+
+    def progress(self, tip: np.ndarray) -> np.ndarray:
+        """(n, 2) how far a search on the board has got, from the observation stream alone: the path length slid
+        on the face since the first touch / ``SLID_SCALE``, and the farthest Chebyshev distance of the tip from the
+        nominal mouth while touching / ``hole_xy_range``. A spiral's position alone is ambiguous between its
+        passes once the peg lags or slips; these say which pass it is on. Idempotent within a step (``tip`` (n, 3):
+        relative to the nominal mouth)."""
+        steps, xy = self.io.steps, tip[:, :2]
+        on_face = tip[:, 2] < TOUCH_HEIGHT
+        fresh = steps > self.prev_step
+        was = fresh & (self.prev_step >= 0) & on_face  # moved on the face since the last update
+        self.slid += np.where(was, np.linalg.norm(xy - self.prev_xy, axis=1), 0.0)
+        self.reach = np.where(fresh & on_face, np.maximum(self.reach, np.abs(xy).max(axis=1)), self.reach)
+        self.prev_xy[fresh], self.prev_step[fresh] = xy[fresh], steps[fresh]
+        return np.c_[self.slid / SLID_SCALE, self.reach / self.config.hole_xy_range]
 
     def privileged_observe(self, state: RobotState) -> np.ndarray:
         """(n, 5): hole mouth − nominal mouth (3), hole yaw [rad] (1), clearance [m] (1)."""

@@ -128,6 +128,21 @@ def test_search_expert_reads_the_privileged_obs_only_for_its_region(history):
     env.close()
 
 
+def test_a_resyncing_teacher_skips_ahead_only_to_a_tip_on_its_own_pass():
+    """A DAgger teacher (``resync``) whose student slid the peg further along the spiral resumes from there; a tip
+    beside the next pass, a tip behind, or a tip not sliding leaves its progress alone."""
+    cfg = peg.make_config()
+    e = peg.SearchExpert(cfg, None, resync=0.008)
+    e.centre, e.d = np.zeros((4, 2)), np.full(4, 0.010)
+    ahead = e._point(np.full(1, 0.013))[0]
+    outward = ahead * (1 + e.pitch / np.abs(ahead).max())  # the same place one pass further out
+    behind = e._point(np.full(1, 0.007))[0]
+    xy = np.stack([ahead, outward, behind, ahead])
+    d = e._caught_up(xy, np.array([True, True, True, False]))
+    assert d[0] == pytest.approx(0.013, abs=0.0003)
+    np.testing.assert_array_equal(d[1:], 0.010)
+
+
 @pytest.mark.slow
 def test_experts_insert_and_search_takes_longer_with_less_information():
     tasks = peg.sample_tasks(np.random.default_rng(0), 16)
@@ -185,6 +200,23 @@ def test_domain_collect_clones_only_successful_expert_episodes(history):
     assert len(d.episode_lengths) == ok.sum() and d.meta["episode_tasks"] == [e // 2 for e in np.flatnonzero(ok)]
     assert d.episode_lengths.tolist() == np.array(d.meta["expert_steps"])[ok].tolist()
     assert d.obs["obs"].shape == (int(d.episode_lengths.sum()), size) and d.actions.shape[1] == 3
+
+
+def test_demo_noise_perturbs_what_the_expert_executes_not_its_labels():
+    """DART demonstrations: the next row's previous-action columns hold the executed (noisy, clipped) action, the
+    label the expert's own; without noise they agree."""
+    from embody.papers.blindfolded.config import PegConfig
+
+    def gaps(noise):
+        cfg = PegConfig(levels=["informed"], max_steps=80, demos_per_task=1, n_envs=2, demo_noise=noise)
+        d = peg.PegDomain(cfg).collect("informed", [0, 1])
+        obs, act = d.obs["obs"], d.actions
+        first = np.r_[0, np.cumsum(d.episode_lengths)[:-1]]
+        inner = np.setdiff1d(np.arange(1, len(obs)), first)  # rows whose previous row is of the same episode
+        return np.abs(obs[inner, 27:30] - np.clip(act[inner - 1], -1, 1))
+
+    assert gaps(0.0).max() < 1e-6
+    assert 0.05 < gaps(0.2).mean() < 0.3
 
 
 @pytest.mark.slow

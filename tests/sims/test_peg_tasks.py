@@ -177,6 +177,44 @@ def test_contact_history_records_when_and_where_the_peg_first_touched():
     env.close()
 
 
+def test_search_progress_measures_the_slide_on_the_face():
+    """The 2 progress features: path slid on the face since the first touch and the farthest Chebyshev distance
+    reached while touching; both zero in the air, non-decreasing, unchanged by a second observe in one step, and
+    reset with the episode."""
+    env = peg_env(n=2, seed=3, search_progress=True, max_episode_steps=60)
+    obs, priv = env.reset()
+    assert obs.shape == (2, 35) and np.allclose(obs[:, 33:], 0.0)
+    expert = ScriptedExpert(env.task.config, "contact")
+    seen = []
+    for _ in range(60):
+        obs, _, term, trunc, info = env.step(expert.act(torch.as_tensor(np.c_[obs, priv])).numpy())
+        priv = info.privileged_obs
+        if (term | trunc).any():
+            break
+        seen.append(obs.copy())
+        again = env.task.progress(obs[:, 14:17].astype(np.float64))  # a second observe in one step adds nothing
+        np.testing.assert_allclose(again, obs[:, 33:], rtol=1e-5, atol=1e-6)
+    p = np.stack(seen)[:, 0, 33:]  # env 0: (T, 2)
+    touched = np.stack(seen)[:, 0, 16] < 0.15e-3
+    assert touched.any() and (p[: touched.argmax()] == 0).all()
+    assert (np.diff(p, axis=0) >= -1e-9).all() and p[-1, 0] > 0 and p[-1, 1] > 0
+    env.task.on_reset(np.array([0]))
+    assert env.task.slid[0] == 0 and env.task.reach[0] == 0
+    env.close()
+
+
+def test_without_last_action_its_columns_are_zeros():
+    """``last_action=False`` keeps the layout (the experts' slices) and zeroes only the previous action."""
+    env, env2 = peg_env(n=2, seed=4), peg_env(n=2, seed=4, last_action=False)
+    env.reset(), env2.reset()
+    a = np.full((2, 3), 0.5, dtype=np.float32)
+    obs, obs2 = env.step(a)[0], env2.step(a)[0]
+    np.testing.assert_allclose(obs[:, 27:30], 0.5)
+    np.testing.assert_array_equal(obs2[:, 27:30], 0.0)
+    np.testing.assert_allclose(np.delete(obs, np.s_[27:30], 1), np.delete(obs2, np.s_[27:30], 1), atol=1e-6)
+    env.close(), env2.close()
+
+
 def expert_success(sim, approach, episodes, n, **kw):
     env = peg_env(sim, n=n, seed=5, **kw)
     result = evaluate(env, ScriptedExpert(env.task.config, approach), episodes, privileged=True)
