@@ -121,8 +121,8 @@ def for_scale(scale: str, seed: int = 0, domain: str = "maze") -> StudyConfig:
 def _peg_scale(scale: str, seed: int) -> StudyConfig:
     """peg tiny: a pipeline check (~1 min on 2 busy cores): 3 levels × m ∈ {1, 2} × 1 seed, 8 held-out
     holes, 300-step episodes, a small GRU. peg paper: 4 levels × m ∈ {1, 2, 4, 8, 16} × 3 seeds, 32 held-out
-    holes, 600-step episodes, 4 expert episodes per hole, the contact-history observation, BC + 3 DAgger
-    iterations (~35 min per seed with ``--workers 2`` on 2 cores; README.md). The tiny scale keeps the plain
+    holes, 600-step episodes, 4 expert episodes per hole (DART noise 0.1), the contact-history observation, BC + 3
+    DAgger iterations (~35 min per seed with ``--workers 2`` on 2 cores; README.md). The tiny scale keeps the plain
     33-dim observation, the one teleop datasets record."""
     if scale == "tiny":
         return StudyConfig(
@@ -157,6 +157,7 @@ def _peg_scale(scale: str, seed: int) -> StudyConfig:
                 hidden=64,
                 epochs=60,
                 contact_history=True,
+                demo_noise=0.1,
             ),
             m_values=[1, 2, 4, 8, 16],
             seeds=3,
