@@ -43,6 +43,7 @@ class PegConfig:
     batch_size: int = 256
     lr: float = 2e-3
     dagger_betas: list[float] | None = None  # expert-action probability per DAgger iteration (None: 0.5, 0.25, 0.125)
+    search_dagger: bool = True  # DAgger for the search levels too (region, blind); the informed level always has it
     demo_noise: float = 0.0  # DART: N(0, σ²) added to the expert's executed action while demonstrating (labels clean)
     teacher_resync: float = 0.0  # m: a search teacher skips ahead to a student that slid past it (SearchExpert)
     contact_history: bool = False  # the learner also observes elapsed time and when/where it first touched the board
@@ -122,7 +123,8 @@ def _peg_scale(scale: str, seed: int) -> StudyConfig:
     """peg tiny: a pipeline check (~1 min on 2 busy cores): 3 levels × m ∈ {1, 2} × 1 seed, 8 held-out
     holes, 300-step episodes, a small GRU. peg paper: 4 levels × m ∈ {1, 2, 4, 8, 16} × 3 seeds, 32 held-out
     holes, 600-step episodes, 4 expert episodes per hole (DART noise 0.1), the contact-history observation, BC + 3
-    DAgger iterations (~35 min per seed with ``--workers 2`` on 2 cores; README.md). The tiny scale keeps the plain
+    DAgger iterations for the informed level, BC alone for the search levels (~15 min per seed with ``--workers 2``
+    on 2 cores; README.md). The tiny scale keeps the plain
     33-dim observation, the one teleop datasets record."""
     if scale == "tiny":
         return StudyConfig(
@@ -158,6 +160,7 @@ def _peg_scale(scale: str, seed: int) -> StudyConfig:
                 epochs=60,
                 contact_history=True,
                 demo_noise=0.1,
+                search_dagger=False,
             ),
             m_values=[1, 2, 4, 8, 16],
             seeds=3,

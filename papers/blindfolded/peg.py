@@ -607,8 +607,9 @@ class PegDomain:
         """The GRU student on a ``demos.Demos`` → (policy, info): BC, then DAgger with the demos'
         expert (``meta.level``) on their training holes (``meta.tasks``), ``train_student``. At
         least min(1000, 10·epochs) gradient steps; ``DAGGER_ITERATIONS`` iterations from 60 epochs up,
-        one below (the tiny scale: a pipeline check). ``demos`` None (the expert succeeded on none of
-        the holes): the do-nothing policy."""
+        one below (the tiny scale: a pipeline check); none for a search level without ``search_dagger`` (a search
+        teacher's labels follow its own spiral progress, which the student cannot observe: results/peg-ablation).
+        ``demos`` None (the expert succeeded on none of the holes): the do-nothing policy."""
         if demos is None:
             return ZeroPolicy(), {"loss": float("nan"), "episodes": 0, "note": "no successful expert demonstration"}
         start = time.perf_counter()
@@ -634,7 +635,7 @@ class PegDomain:
             seed=seed,
             level=level,
             tasks=holes,
-            dagger_iterations=DAGGER_ITERATIONS if c.epochs >= 60 else 1,
+            dagger_iterations=self._dagger_iterations(level),
             dagger_episodes=max(16, 2 * len(ids or [])),
             config=self.task_config(),
             n_envs=c.n_envs,
@@ -649,6 +650,11 @@ class PegDomain:
             "dagger": policy.dagger,
             "time_s": time.perf_counter() - start,
         }
+
+    def _dagger_iterations(self, level: str | None) -> int:
+        if level != "informed" and not self.cfg.search_dagger:
+            return 0
+        return DAGGER_ITERATIONS if self.cfg.epochs >= 60 else 1
 
     def evaluate(self, policy, task_ids, seed: int = 0) -> PegRollouts:
         """One episode of ``policy`` per task (hole); None: uniformly random actions."""
