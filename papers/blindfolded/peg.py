@@ -573,8 +573,9 @@ class PegDomain:
 
     def collect(self, level: str, task_ids, information_bits: float | None = None, seed: int = 0):
         """``demos_per_task`` expert episodes per task (different start poses and regions; with ``demo_noise``,
-        DART's perturbed execution and the expert's own labels); only the successful ones are kept (``meta.episode_tasks``: the task index of each kept episode;
-        ``meta.expert_success``: every episode's outcome)."""
+        DART's perturbed execution and the expert's own labels); only the successful ones are kept
+        (``meta.episode_tasks``: the task index of each kept episode; ``meta.expert_success``: every episode's
+        outcome)."""
         from .demos import from_episodes
 
         ids = [int(t) for t in task_ids]

@@ -202,6 +202,18 @@ def test_domain_collect_clones_only_successful_expert_episodes(history):
     assert d.obs["obs"].shape == (int(d.episode_lengths.sum()), size) and d.actions.shape[1] == 3
 
 
+def test_the_paper_scale_runs_dagger_for_the_informed_level_only():
+    """The search experts' DAgger labels follow their own spiral progress (peg-ablation "Round 2"): the paper scale
+    clones the search levels by BC on DART demonstrations; the stateless informed expert keeps DAgger."""
+    from embody.papers.blindfolded.config import for_scale
+
+    cfg = for_scale("paper", domain="peg")
+    domain = peg.PegDomain(cfg.peg)
+    assert cfg.peg.demo_noise == 0.1
+    assert [domain._dagger_iterations(lv) for lv in cfg.peg.levels] == [peg.DAGGER_ITERATIONS, 0, 0, 0]
+    assert peg.PegDomain(for_scale("tiny", domain="peg").peg)._dagger_iterations("blind") == 1
+
+
 def test_demo_noise_perturbs_what_the_expert_executes_not_its_labels():
     """DART demonstrations: the next row's previous-action columns hold the executed (noisy, clipped) action, the
     label the expert's own; without noise they agree."""
