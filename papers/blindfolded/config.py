@@ -48,7 +48,7 @@ class PegConfig:
     teacher_resync: float = 0.0  # m: a search teacher skips ahead to a student that slid past it (SearchExpert)
     contact_history: bool = False  # the learner also observes elapsed time and when/where it first touched the board
     search_progress: bool = False  # ... and how far its search has slid and reached (PegInsert.progress)
-    last_action: bool = True  # the learner observes its previous action (False: zeros; a copycat clone stalls)
+    last_action: bool = True  # the learner observes its previous action (False: zeros, the copycat ablation)
 
 
 @dataclass

@@ -312,9 +312,9 @@ class PegInsert(Task):
     def observe(self, state: RobotState) -> np.ndarray:
         """(n, 33): q − q_home, q̇, tip − nominal hole mouth, tip quaternion w,x,y,z, tared wrench, previous action,
         target − tip; with ``contact_history`` (n, 38), then ``history``'s 5 features. Also tracks the episode's peak
-        force. Without ``last_action`` the previous action's columns are zeros (the layout kept): a clone that sees
-        its own last action learns to repeat it (the copycat problem) and, once friction holds the peg with the
-        action near zero, stalls there for good."""
+        force. Without ``last_action`` the previous action's columns are zeros (the layout kept): the ablation of the
+        copycat problem, a clone that learns to repeat its own last action (for the blindfolded peg students it did not
+        help: papers/blindfolded/results/peg-ablation)."""
         wrench = self.io.observe(state)
         self.peak_force = np.maximum(self.peak_force, np.linalg.norm(wrench[:, :3], axis=1))
         parts = [
@@ -351,8 +351,9 @@ class PegInsert(Task):
         """(n, 2) how far a search on the board has got, from the observation stream alone: the path length slid
         on the face since the first touch / ``SLID_SCALE``, and the farthest Chebyshev distance of the tip from the
         nominal mouth while touching / ``hole_xy_range``. A spiral's position alone is ambiguous between its
-        passes once the peg lags or slips; these say which pass it is on. Idempotent within a step (``tip`` (n, 3):
-        relative to the nominal mouth)."""
+        passes once the peg lags or slips; these say which pass it is on (they did not help the blindfolded peg
+        students: papers/blindfolded/results/peg-ablation). Idempotent within a step (``tip`` (n, 3): relative to
+        the nominal mouth)."""
         steps, xy = self.io.steps, tip[:, :2]
         on_face = tip[:, 2] < TOUCH_HEIGHT
         fresh = steps > self.prev_step
