@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from embody.papers.blindfolded import peg
+from embody.sims.tasks.peg_insert import LAST
 
 pytest.importorskip("mujoco")
 
@@ -225,7 +226,7 @@ def test_demo_noise_perturbs_what_the_expert_executes_not_its_labels():
         obs, act = d.obs["obs"], d.actions
         first = np.r_[0, np.cumsum(d.episode_lengths)[:-1]]
         inner = np.setdiff1d(np.arange(1, len(obs)), first)  # rows whose previous row is of the same episode
-        return np.abs(obs[inner, 27:30] - np.clip(act[inner - 1], -1, 1))
+        return np.abs(obs[inner, LAST] - np.clip(act[inner - 1], -1, 1))
 
     assert gaps(0.0).max() < 1e-6
     assert 0.05 < gaps(0.2).mean() < 0.3

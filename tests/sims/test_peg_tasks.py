@@ -11,7 +11,7 @@ from embody.robots.peg_arm.kinematics import DOWN
 from embody.sims import SIMULATORS, installed_simulators
 from embody.sims.base import UnsupportedTask, check_capabilities
 from embody.sims.tasks.arm_reach import ArmReachConfig
-from embody.sims.tasks.peg_insert import PegInsert, PegInsertConfig, ScriptedExpert
+from embody.sims.tasks.peg_insert import LAST, OBS_SIZE, TIP, PegInsert, PegInsertConfig, ScriptedExpert
 from embody.sims.vec_env import make_env
 
 # MJX lacks F/T sensing, fixture poses and the board's cylinder-box collisions: refused by name (test below)
@@ -183,7 +183,7 @@ def test_search_progress_measures_the_slide_on_the_face():
     reset with the episode."""
     env = peg_env(n=2, seed=3, search_progress=True, max_episode_steps=60)
     obs, priv = env.reset()
-    assert obs.shape == (2, 35) and np.allclose(obs[:, 33:], 0.0)
+    assert obs.shape == (2, 35) and np.allclose(obs[:, OBS_SIZE:], 0.0)
     expert = ScriptedExpert(env.task.config, "contact")
     seen = []
     for _ in range(60):
@@ -192,10 +192,10 @@ def test_search_progress_measures_the_slide_on_the_face():
         if (term | trunc).any():
             break
         seen.append(obs.copy())
-        again = env.task.progress(obs[:, 14:17].astype(np.float64))  # a second observe in one step adds nothing
-        np.testing.assert_allclose(again, obs[:, 33:], rtol=1e-5, atol=1e-6)
-    p = np.stack(seen)[:, 0, 33:]  # env 0: (T, 2)
-    touched = np.stack(seen)[:, 0, 16] < 0.15e-3
+        again = env.task.progress(obs[:, TIP].astype(np.float64))  # a second observe in one step adds nothing
+        np.testing.assert_allclose(again, obs[:, OBS_SIZE:], rtol=1e-5, atol=1e-6)
+    p = np.stack(seen)[:, 0, OBS_SIZE:]  # env 0: (T, 2)
+    touched = np.stack(seen)[:, 0, TIP][:, 2] < 0.15e-3
     assert touched.any() and (p[: touched.argmax()] == 0).all()
     assert (np.diff(p, axis=0) >= -1e-9).all() and p[-1, 0] > 0 and p[-1, 1] > 0
     env.task.on_reset(np.array([0]))
@@ -209,9 +209,9 @@ def test_without_last_action_its_columns_are_zeros():
     env.reset(), env2.reset()
     a = np.full((2, 3), 0.5, dtype=np.float32)
     obs, obs2 = env.step(a)[0], env2.step(a)[0]
-    np.testing.assert_allclose(obs[:, 27:30], 0.5)
-    np.testing.assert_array_equal(obs2[:, 27:30], 0.0)
-    np.testing.assert_allclose(np.delete(obs, np.s_[27:30], 1), np.delete(obs2, np.s_[27:30], 1), atol=1e-6)
+    np.testing.assert_allclose(obs[:, LAST], 0.5)
+    np.testing.assert_array_equal(obs2[:, LAST], 0.0)
+    np.testing.assert_allclose(np.delete(obs, LAST, 1), np.delete(obs2, LAST, 1), atol=1e-6)
     env.close(), env2.close()
 
 
