@@ -5,22 +5,24 @@ seed, both train for ``--steps`` env steps from ``--envs`` envs with the same ne
 discount (0.95, the HER papers'), "future" relabelling with 4 goals per transition, observation normalization
 (embody's running statistics; SB3's VecNormalize) and update-to-data ratio; the success rate of ``--eval``
 deterministic episodes is measured every ``--every`` env steps. Reported: success vs env steps per side (mean
-over seeds), wall time and env-steps/s, in one run.
+over seeds), wall time and env-steps/s, in one run. Each (task, seed, side) is a job kept in ``--out``'s job
+store as it finishes, so a long comparison runs as seed jobs (``--seed S``, ``--workers``) and resumes.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import numpy as np
 
 from .sac import embody_config, sb3_kwargs
 
 
-def settings(args, task: str) -> dict:
+def settings(args) -> dict:
+    """What every run shares (the store's fingerprint); a run adds its task."""
     return {
-        "task": task,
         "envs": args.envs,
         "steps": args.steps,
         "every": args.every,
@@ -108,49 +110,107 @@ def run_sb3(s: dict, seed: int) -> dict:
     return {"curve": curve, "time_s": elapsed, "env_steps_per_s": s["steps"] / elapsed}
 
 
-def main(argv: list[str]) -> int:
-    """Train both sides for every task and seed, print success vs env steps; ``--out DIR``: results.json."""
+def run_job(s: dict, params: dict) -> dict:
+    """One side's training on one task and seed (a job of the store; module-level for spawned workers)."""
     import torch
 
+    torch.set_num_threads(1)
+    fn = run_ours if params["side"] == "embody" else run_sb3
+    return {**params, **fn({**s, "task": params["task"]}, params["seed"])}
+
+
+def main(argv: list[str]) -> int:
+    """Train both sides for every task and seed, print success vs env steps. ``--out DIR`` keeps each finished
+    run in ``DIR/jobs`` (a rerun resumes; ``--seed`` runs seed jobs into one folder) and writes results.json and
+    her.png over every run the folder holds."""
+    import tempfile
+    from functools import partial
+
     from embody.benchmarks import save_results
+    from embody.jobs import Job, JobStore, run_jobs
 
     p = argparse.ArgumentParser(
         prog="embody bench her", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--tasks", nargs="+", default=["FetchReach-v4"])
-    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--seeds", type=int, default=3, help="seeds 0 … N-1")
+    p.add_argument("--seed", type=int, action="append", help="run only these seeds (repeatable): seed jobs")
     p.add_argument("--steps", type=int, default=10_000)
     p.add_argument("--envs", type=int, default=4)
     p.add_argument("--utd", type=float, default=0.5)
     p.add_argument("--every", type=int, default=2_000, help="env steps between success measurements")
     p.add_argument("--eval", type=int, default=20, help="episodes per success measurement")
     p.add_argument("--hidden", type=int, nargs="+", default=[256, 256])
-    p.add_argument("--out")
+    p.add_argument("--workers", type=int, default=1, help="runs at once (one torch thread each)")
+    p.add_argument("--out", help="the results folder (resumed when it holds runs)")
     args = p.parse_args(argv)
-    torch.set_num_threads(1)
-    results = []
-    for task in args.tasks:
-        s = settings(args, task)
-        for seed in range(args.seeds):
-            for side, fn in (("embody", run_ours), ("sb3", run_sb3)):
-                results.append({"task": task, "seed": seed, "side": side, **fn(s, seed)})
-                r = results[-1]
-                print(
-                    f"{task} seed {seed} {side}: success {[round(c[1], 2) for c in r['curve']]} "
-                    f"({r['env_steps_per_s']:.0f} env steps/s)",
-                    flush=True,
-                )
+    s = settings(args)
+    seeds = args.seed if args.seed is not None else list(range(args.seeds))
+    jobs = [
+        Job(f"{task}-seed{seed}-{side}", {"task": task, "seed": seed, "side": side})
+        for task in args.tasks
+        for seed in seeds
+        for side in ("embody", "sb3")
+    ]
+    with tempfile.TemporaryDirectory(prefix="bench-her-") as scratch:
+        store = JobStore(args.out or scratch, s)
+        run_jobs(partial(run_job, s), jobs, store, workers=args.workers, label="bench her", metrics=_last_success)
+    # every run the folder holds for these tasks, earlier seed jobs' included
+    results = sorted(
+        (r for r in store.results.values() if r["task"] in args.tasks),
+        key=lambda r: (args.tasks.index(r["task"]), r["seed"], r["side"] != "embody"),
+    )
     _print(results)
-    save_results(args.out, {"settings": vars(args), "runs": results})
+    save_results(args.out, {"settings": s, "runs": results})
+    if args.out:
+        _plot(results, Path(args.out, "her.png"))
     return 0
 
 
+def _last_success(result: dict) -> dict:
+    return {"success": result["curve"][-1][1]} if result["curve"] else {}
+
+
+def _plot(results: list[dict], path: Path) -> None:
+    """Success rate against env steps per task: each side's mean over seeds (thick) and its seeds (thin)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = list(dict.fromkeys(r["task"] for r in results))
+    fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.5), squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        for side, color in (("embody", "C0"), ("sb3", "C1")):
+            runs = [r for r in results if r["task"] == task and r["side"] == side and r["curve"]]
+            for r in runs:
+                ax.plot(*zip(*r["curve"]), color=color, alpha=0.3, lw=0.8)
+            if runs:
+                steps, means = _mean_curve(runs)
+                ax.plot(steps, means, color=color, lw=2, label=f"{side} ({len(runs)} seeds)")
+        ax.set(title=task, xlabel="env steps", ylabel="success rate", ylim=(-0.02, 1.02))
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _mean_curve(runs: list[dict]) -> tuple[list[int], np.ndarray]:
+    """The measurement steps all ``runs`` share and the mean success there."""
+    n = min(len(r["curve"]) for r in runs)
+    return [c[0] for c in runs[0]["curve"][:n]], np.mean([[c[1] for c in r["curve"][:n]] for r in runs], axis=0)
+
+
 def _print(results: list[dict]) -> None:
-    print("\n| task | side | success at each measurement (mean over seeds) | env steps/s |\n|---|---|---|---|")
+    print(
+        "\n| task | side | seeds | success at each measurement (mean over seeds) | env steps/s |\n|---|---|---|---|---|"
+    )
     for task in dict.fromkeys(r["task"] for r in results):
         for side in ("embody", "sb3"):
             runs = [r for r in results if r["task"] == task and r["side"] == side]
-            steps = [c[0] for c in runs[0]["curve"]]
-            means = np.mean([[c[1] for c in r["curve"]] for r in runs], axis=0) if steps else []
+            if not runs:
+                continue
+            steps, means = _mean_curve(runs) if all(r["curve"] for r in runs) else ([], [])
             cells = ", ".join(f"{st // 1000}k: {m:.2f}" for st, m in zip(steps, means))
-            print(f"| {task} | {side} | {cells} | {np.mean([r['env_steps_per_s'] for r in runs]):.0f} |")
+            rate = np.mean([r["env_steps_per_s"] for r in runs])
+            print(f"| {task} | {side} | {len(runs)} | {cells} | {rate:.0f} |")

@@ -1,5 +1,5 @@
 """``embody bench her``: both sides (embody's SAC+HER and SB3's) train on a Gymnasium-Robotics goal task and report
-success at the same env steps."""
+success at the same env steps; seed jobs pool into one folder and a rerun resumes."""
 
 import json
 
@@ -7,13 +7,23 @@ import pytest
 
 
 @pytest.mark.slow
-def test_a_short_her_bench_measures_both_sides(tmp_path):
+def test_a_short_her_bench_measures_both_sides_as_resumable_seed_jobs(tmp_path, capsys):
     pytest.importorskip("gymnasium_robotics")
     from embody.benchmarks.her import main
 
-    argv = ["--seeds", "1", "--steps", "1200", "--every", "600", "--eval", "2", "--hidden", "16", "16"]
-    assert main(argv + ["--out", str(tmp_path)]) == 0
+    argv = ["--steps", "1200", "--every", "600", "--eval", "2", "--hidden", "16", "16", "--out", str(tmp_path)]
+    assert main(argv + ["--seed", "1"]) == 0
     runs = json.loads((tmp_path / "results.json").read_text())["runs"]
-    assert [r["side"] for r in runs] == ["embody", "sb3"]
+    assert [(r["seed"], r["side"]) for r in runs] == [(1, "embody"), (1, "sb3")]
     for r in runs:
         assert [c[0] for c in r["curve"]] == [600, 1200] and all(0 <= c[1] <= 1 for c in r["curve"]), r
+    assert (tmp_path / "her.png").stat().st_size > 0
+
+    capsys.readouterr()
+    assert main(argv + ["--seeds", "2", "--workers", "2"]) == 0  # seed 0 runs, seed 1 is kept
+    assert "resuming: 2 of 4 jobs" in capsys.readouterr().out
+    runs = json.loads((tmp_path / "results.json").read_text())["runs"]
+    assert [(r["seed"], r["side"]) for r in runs] == [(0, "embody"), (0, "sb3"), (1, "embody"), (1, "sb3")]
+
+    with pytest.raises(ValueError, match="another configuration"):
+        main(argv + ["--seed", "0", "--utd", "1"])
