@@ -36,6 +36,15 @@ def write_atomic(path: str | Path, data: bytes | str) -> Path:
     return path
 
 
+def write_study(out: str | Path, result: dict, report: str) -> Path:
+    """A study's ``out/results.json`` (``result``; numpy numbers as floats) and ``out/report.md`` (``report``),
+    each written atomically; returns the report's path."""
+    import json
+
+    write_atomic(Path(out, "results.json"), json.dumps(result, indent=2, default=float))
+    return write_atomic(Path(out, "report.md"), report)
+
+
 def save_arrays(path: str | Path, arrays: dict, meta: dict[str, str]) -> None:
     """Numpy ``arrays`` and string ``meta`` as one safetensors file, written beside ``path`` and renamed into place."""
     import numpy as np

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from embody.files import write_atomic
 from embody.runs import evaluate_run, load_run
 from embody.sims.base import UnsupportedTask
 
@@ -36,7 +37,7 @@ def write_report(rows: list[dict], out: Path) -> None:
     """Write ``report.json`` (the rows), ``report.md`` (a table) and, when any simulator ran, ``returns.png``
     into ``out`` (created if needed)."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "report.json").write_text(json.dumps(rows, indent=2))
+    write_atomic(out / "report.json", json.dumps(rows, indent=2))
     lines = [
         "| sim | episodes | return (mean ± std) | of max | vs. trained sim | length | terminated | success "
         "| survival | lin vel err | yaw rate err | supervisor fault |",
@@ -57,7 +58,7 @@ def write_report(rows: list[dict], out: Path) -> None:
             f"{opt(r, 'lin_vel_error', '.3f')} | {opt(r, 'yaw_rate_error', '.3f')} | "
             f"{opt(r, 'supervisor_fault', '.0%')} |"
         )
-    (out / "report.md").write_text("\n".join(lines) + "\n")
+    write_atomic(out / "report.md", "\n".join(lines) + "\n")
     if any("unsupported" not in r for r in rows):
         _plot(rows, out / "returns.png")
 

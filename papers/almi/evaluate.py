@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from embody.config import ConfigError, apply_overrides
-from embody.files import write_atomic
+from embody.files import write_study
 from embody.policies.evaluate import evaluate
 from embody.robots.motion import FAMILIES
 from embody.runs import build_env, load_run, load_run_checkpoint
@@ -68,14 +68,13 @@ def evaluate_methods(runs: list[Path], episodes: int, clips: Path | None = None,
 def write_report(methods: dict, out: Path, command: str) -> None:
     """results.json, report.md (a table, the exact command) and survival_vs_intensity.png into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
-    write_atomic(out / "results.json", json.dumps({"command": command, "methods": methods}, indent=2))
     head = "| method | seeds | " + " | ".join(h for h, _ in COLUMNS.values()) + " |"
     lines = [head, "|---" * (len(COLUMNS) + 2) + "|"]
     for name, m in methods.items():
         cells = [f"{m[k][0]:{f}} [{m[k][1]:{f}}, {m[k][2]:{f}}]" for k, (_, f) in COLUMNS.items()]
         lines.append(f"| {name} | {len(m['runs'])} | " + " | ".join(cells) + " |")
     note = "Mean over seeds [95 % bootstrap interval over seeds]; held-out motions at full amplitude while walking."
-    write_atomic(out / "report.md", "\n".join([*lines, "", note, "", f"    {command}", ""]))
+    write_study(out, {"command": command, "methods": methods}, "\n".join([*lines, "", note, "", f"    {command}", ""]))
     _plot(methods, out / "survival_vs_intensity.png")
 
 

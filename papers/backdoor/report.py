@@ -3,13 +3,12 @@ and combinations) and PNG plots (attack lift per agent and variant; lift against
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
-from embody.files import write_atomic
+from embody.files import write_study
 from embody.stats import add_means, ci_cell
 
 METRICS = ("lift", "target_trigger", "target_clean", "spec_held", "score", "collision", "target_patch")
@@ -68,8 +67,7 @@ def write(rows: list[dict], config: dict, out: Path, command: str, log=print) ->
         "claims": claims(table, competent),
     }
     out.mkdir(parents=True, exist_ok=True)
-    write_atomic(out / "results.json", json.dumps(result, indent=2, default=float))
-    write_atomic(out / "report.md", markdown(result))
+    write_study(out, result, markdown(result))
     plots(result, out)
     log(f"backdoor study: {out / 'report.md'}")
     return result

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
-from embody.files import write_atomic
+from embody.files import write_study
 from embody.stats import add_means, ci_cell
 
 METRICS = ("return", "env_steps", "steps_per_s", "grad_norm_mean", "grad_norm_std", "peak_rss_mb", "train_s")
@@ -125,8 +124,7 @@ def write(rows: list[dict], config: dict, out: Path, command: str, log=print) ->
     table = summarize(rows)
     result = {"command": command, "config": config, "rows": rows, "table": table, "claims": claims(table)}
     out.mkdir(parents=True, exist_ok=True)
-    write_atomic(out / "results.json", json.dumps(result, indent=2, default=float))
-    write_atomic(out / "report.md", markdown(result))
+    write_study(out, result, markdown(result))
     plot(rows, out / "return_curves.png")
     log(f"dva study: {out / 'report.md'}")
     return result

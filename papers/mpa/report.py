@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from embody.files import write_atomic
 from embody.stats import ci_cell
 
 from .config import SETTINGS
@@ -99,8 +100,7 @@ def write_report(result: dict, out: Path) -> Path:
         f"val RMSE {tr['q']['val_rmse']:.1f}, Spearman {tr['q']['val_spearman']:.3f}",
         "",
     ]
-    path = out / "report.md"
-    path.write_text("\n".join(lines))
+    path = write_atomic(out / "report.md", "\n".join(lines))
     _plots(ev, out)
     return path
 

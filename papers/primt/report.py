@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
-from embody.files import write_atomic
+from embody.files import write_study
 from embody.stats import add_means, ci_cell
 
 METRICS = ("return", "label_agreement", "reward_spearman", "feedback")
@@ -121,8 +120,7 @@ def write(rows: list[dict], config: dict, out: Path, command: str, log=print) ->
     table = summarize(rows)
     result = {"command": command, "config": config, "rows": rows, "table": table, "claims": claims(table)}
     out.mkdir(parents=True, exist_ok=True)
-    write_atomic(out / "results.json", json.dumps(result, indent=2, default=float))
-    write_atomic(out / "report.md", markdown(result))
+    write_study(out, result, markdown(result))
     plot(table, out / "return_vs_budget.png")
     log(f"primt study: {out / 'report.md'}")
     return result

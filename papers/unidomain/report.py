@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from embody.files import write_atomic
+
 from .study import SWEEP_THRESHOLDS, VARIANTS
 
 LABELS = {
@@ -102,8 +104,7 @@ def write_report(result: dict, out: Path) -> Path:
             f"videos in `{e['videos']}`.",
         ]
     lines += ["", "![success](success.png)", "![time](time.png)", ""]
-    path = out / "report.md"
-    path.write_text("\n".join(lines))
+    path = write_atomic(out / "report.md", "\n".join(lines))
     _plots(result, out)
     return path
 
