@@ -31,6 +31,7 @@ from embody.config import apply_overrides, from_dict, load_yaml, to_dict
 from embody.files import write_atomic
 from embody.policies.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from embody.policies.evaluate import evaluate
+from embody.policies.networks import PRECISIONS
 from embody.sims.gymnasium_env import PREFIX
 from embody.sims.task import Task
 from embody.sims.tasks import TASKS
@@ -54,6 +55,8 @@ def build_env(
     """The run's env; ``evaluation``: without staggered resets, so every episode may run its full length, and with
     the task's curricula at their final level. A ``gym:ID`` task is a Gymnasium environment (``cfg.env``: its
     ``gym.make`` keyword arguments). ``cfg.pixels``: frame-stacked images of ``cfg.pixel_source`` as the observation."""
+    if cfg.pixels and cfg.pixel_precision not in PRECISIONS:  # refused before any run folder is made
+        raise ValueError(f"pixel_precision: {cfg.pixel_precision!r} is not one of {', '.join(PRECISIONS)}")
     env = _build_env(cfg, n_envs, sim, seed, evaluation)
     if cfg.pixels:
         from embody.sims.pixels import make_pixel_env

@@ -61,6 +61,7 @@ class TrainConfig:
     pixels: int = 0  # > 0: the actor observes rendered images of this size, the last ``frames`` stacked
     frames: int = 3
     pixel_source: str = "render"  # where the images come from (embody.sims.pixels.PIXEL_SOURCES)
+    pixel_precision: str = "float32"  # the pixel encoder's convolutions: float32 | bfloat16 (~2× on bf16 CPUs)
     workers: int = 0  # > 0: PPO/SAC rollouts on this many Ray workers sharing n_envs (embody.scale); 0: here
     ray_address: str | None = None  # HOST:PORT of a Ray head; None: a Ray instance on this machine
     worker_cpus: float = 1.0  # CPUs each worker reserves on the cluster
@@ -131,7 +132,9 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, teacher=None) -> di
     elif init is not None:
         policy = init.policy
     else:
-        net = replace(cfg.policy, pixels=list(env.pixel_shape)) if cfg.pixels else cfg.policy
+        net = cfg.policy
+        if cfg.pixels:
+            net = replace(net, pixels=list(env.pixel_shape), pixel_precision=cfg.pixel_precision)
         policy = ActorCritic(env.observation_size, env.action_size, env.privileged_size, net)
     threads = cfg.update_threads or os.cpu_count() or 1
     workers = None

@@ -55,6 +55,7 @@ def train_sac(cfg, out: Path, resume: bool = False, teacher: Teacher | None = No
             cfg.sac.normalize_obs,
             cfg.sac.init_alpha,
             list(env.pixel_shape) if cfg.pixels else None,
+            cfg.pixel_precision,
         )
     )
     if not isinstance(policy, SACPolicy):

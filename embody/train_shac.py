@@ -38,7 +38,9 @@ def train_shac(cfg, out: Path, resume: bool = False) -> dict:
     policy = (
         ckpt.policy
         if ckpt
-        else cfg.shac.policy(env.observation_size, env.action_size, pixels, denv.state_observation_size)
+        else cfg.shac.policy(
+            env.observation_size, env.action_size, pixels, denv.state_observation_size, cfg.pixel_precision
+        )
     )
     if not isinstance(policy, ActorCritic):
         raise ValueError(f"{out}: its checkpoint holds a {type(policy).__name__}, not an ActorCritic (algo shac)")

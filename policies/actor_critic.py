@@ -27,6 +27,7 @@ class ActorCriticConfig:
     normalize_obs: bool = True
     squash: bool = False  # act() returns tanh(mean or sample): SHAC's bounded actions (PPO samples unsquashed)
     pixels: list[int] | None = None  # (C, H, W): the observation is uint8 images, laid flat (sims/pixels.py)
+    pixel_precision: str = "float32"  # the pixel encoder's convolutions: float32 | bfloat16 (PixelEncoder)
 
 
 class ActorCritic(nn.Module):
@@ -47,7 +48,7 @@ class ActorCritic(nn.Module):
         if pixels and not privileged_size:
             raise ValueError("a pixel actor-critic needs a privileged observation for its critic")
         self.critic_size = critic_in = privileged_size if pixels else obs_size + privileged_size
-        self.encoder = PixelEncoder(tuple(pixels)) if pixels else None
+        self.encoder = PixelEncoder(tuple(pixels), precision=config.pixel_precision) if pixels else None
         features = PixelEncoder.FEATURES if pixels else obs_size
         self.actor = mlp([features, *config.actor_hidden, action_size], config.activation, out_gain=0.01)
         self.critic = mlp([critic_in, *config.critic_hidden, 1], config.activation, out_gain=1.0)

@@ -105,17 +105,27 @@ class ConvEncoder(nn.Module):
         return self.trunk(self.conv(x))
 
 
+PRECISIONS = ("float32", "bfloat16")
+
+
 class PixelEncoder(nn.Module):
     """DrQ-v2's image encoder: uint8 frames (B, C, H, W) → conv 32×3×3 stride 2, three 32×3×3 stride 1, flatten,
     a linear trunk to ``features`` with layer norm and tanh. ``shift`` pads by that many pixels and crops back at a
-    random offset per image (DrQ's augmentation), in training batches only."""
+    random offset per image (DrQ's augmentation), in training batches only.
+
+    ``precision`` "bfloat16" runs the convolutions under autocast (weights and gradients stay float32, the trunk
+    and the features are float32): about 2× faster on CPUs with native bf16 (AVX512-BF16, AMX), slower without."""
 
     FEATURES = 50
 
-    def __init__(self, shape: tuple[int, int, int], features: int = FEATURES, shift: int = 4):
+    def __init__(
+        self, shape: tuple[int, int, int], features: int = FEATURES, shift: int = 4, precision: str = "float32"
+    ):
         super().__init__()
+        if precision not in PRECISIONS:
+            raise ValueError(f"unknown pixel precision {precision!r}; valid: {', '.join(PRECISIONS)}")
         c, h, w = shape
-        self.shape, self.shift = tuple(shape), shift
+        self.shape, self.shift, self.precision = tuple(shape), shift, precision
         layers: list[nn.Module] = [nn.Conv2d(c, 32, 3, stride=2), nn.ReLU()]
         for _ in range(3):
             layers += [nn.Conv2d(32, 32, 3, stride=1), nn.ReLU()]
@@ -125,19 +135,22 @@ class PixelEncoder(nn.Module):
         self.trunk = nn.Sequential(nn.Linear(flat, features), nn.LayerNorm(features), nn.Tanh())
 
     def augment(self, x: torch.Tensor) -> torch.Tensor:
-        """Random shifts of up to ``shift`` pixels (replicate padding), one offset per image."""
-        n, _, h, w = x.shape
-        padded = nn.functional.pad(x, (self.shift,) * 4, mode="replicate")
+        """Random shifts of up to ``shift`` pixels (replicate padding), one offset per image: (n, C, H, W), any dtype.
+        One gather of clamped coordinates: the padded image is never built (training batches stay uint8 here)."""
+        n, c, h, w = x.shape
         dy, dx = (torch.randint(0, 2 * self.shift + 1, (n,), device=x.device) for _ in range(2))
-        rows = (dy[:, None] + torch.arange(h, device=x.device))[:, None, :, None]
-        cols = (dx[:, None] + torch.arange(w, device=x.device))[:, None, None, :]
-        return padded[
-            torch.arange(n, device=x.device)[:, None, None, None],
-            torch.arange(x.shape[1])[None, :, None, None],
-            rows,
-            cols,
-        ]
+        rows = (dy[:, None] - self.shift + torch.arange(h, device=x.device)).clamp_(0, h - 1)
+        cols = (dx[:, None] - self.shift + torch.arange(w, device=x.device)).clamp_(0, w - 1)
+        idx = (rows[:, :, None] * w + cols[:, None, :]).view(n, 1, h * w).expand(n, c, h * w)
+        return x.reshape(n, c, h * w).gather(2, idx).view(n, c, h, w)
 
     def forward(self, obs: torch.Tensor, augment: bool = False) -> torch.Tensor:
-        x = obs.reshape(-1, *self.shape).float() / 255.0 - 0.5
-        return self.trunk(self.conv(self.augment(x) if augment else x))
+        x = obs.reshape(-1, *self.shape)
+        x = self.augment(x) if augment else x
+        if x.is_floating_point():  # differentiable frames (through the rendering): out of place
+            x = x / 255.0 - 0.5
+        else:  # uint8: one new tensor, scaled in place
+            x = x.to(torch.float32).mul_(1 / 255).sub_(0.5)
+        with torch.autocast(x.device.type, torch.bfloat16, enabled=self.precision == "bfloat16"):
+            h = self.conv(x)
+        return self.trunk(h.float())

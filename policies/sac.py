@@ -79,13 +79,15 @@ class SACPolicy(nn.Module):
         normalize_obs: bool = True,
         init_alpha: float = 1.0,
         pixels: list[int] | None = None,
+        pixel_precision: str = "float32",
     ):
         super().__init__()
         self.obs_size, self.action_size, self.pixels = obs_size, action_size, list(pixels) if pixels else None
+        self.pixel_precision = pixel_precision
         self.normalize_obs = normalize_obs and not pixels
         self.hidden, self.activation = list(hidden or [256, 256]), activation
         self.obs_norm = Normalizer(obs_size) if self.normalize_obs else nn.Identity()
-        self.encoder = PixelEncoder(tuple(self.pixels)) if self.pixels else None
+        self.encoder = PixelEncoder(tuple(self.pixels), precision=pixel_precision) if self.pixels else None
         size = PixelEncoder.FEATURES if self.pixels else obs_size
         self.actor = mlp([size, *self.hidden, 2 * action_size], activation)
         self.critics = EnsembleMLP([size + action_size, *self.hidden, 1], 2, activation)
@@ -102,6 +104,7 @@ class SACPolicy(nn.Module):
             "normalize_obs": self.normalize_obs,
             "init_alpha": self.init_alpha,
             "pixels": self.pixels,
+            "pixel_precision": self.pixel_precision,
         }
 
     @classmethod

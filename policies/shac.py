@@ -61,12 +61,17 @@ class SHACConfig:
     render_gradient: bool = False  # `embody train`: the actor reads DifferentiableFrames (through the rendering)
 
     def policy(
-        self, obs_size: int, action_size: int, pixels: list[int] | None = None, state_size: int = 0
+        self,
+        obs_size: int,
+        action_size: int,
+        pixels: list[int] | None = None,
+        state_size: int = 0,
+        pixel_precision: str = "float32",
     ) -> ActorCritic:
         """A fresh ActorCritic of these settings (tanh-squashed, obs-normalized). The critic sees the observation;
         with ``pixels`` (C, H, W) the actor sees images and the critic the state observation (``state_size``)."""
         net = ActorCriticConfig(
-            self.actor_hidden, self.critic_hidden, self.activation, self.init_std, True, True, pixels
+            self.actor_hidden, self.critic_hidden, self.activation, self.init_std, True, True, pixels, pixel_precision
         )
         return ActorCritic(obs_size, action_size, state_size if pixels else 0, net)
 

@@ -38,6 +38,48 @@ def test_random_shifts_move_whole_images_within_the_padding():
     assert (out.sum((1, 2, 3)) == 3).all()  # moved, not blurred: all three channels of the one pixel
 
 
+def test_random_shifts_equal_replicate_padding_then_a_crop_on_uint8_frames():
+    enc = PixelEncoder((3, 16, 16), shift=2)
+    x = torch.randint(0, 256, (8, 3, 16, 16), dtype=torch.uint8)
+    torch.manual_seed(1)
+    out = enc.augment(x)
+    torch.manual_seed(1)
+    dy, dx = (torch.randint(0, 5, (8,)) for _ in range(2))  # the same draws, in the same order
+    padded = torch.nn.functional.pad(x.float(), (2, 2, 2, 2), mode="replicate")
+    crops = torch.stack([padded[i, :, dy[i] : dy[i] + 16, dx[i] : dx[i] + 16] for i in range(8)])
+    assert out.dtype == torch.uint8 and torch.equal(out.float(), crops)
+
+
+def test_a_bfloat16_encoder_agrees_with_float32_and_keeps_float32_weights():
+    torch.manual_seed(0)
+    full = PixelEncoder((9, 24, 24))
+    half = PixelEncoder((9, 24, 24), precision="bfloat16")
+    half.load_state_dict(full.state_dict())
+    images = torch.randint(0, 256, (32, 9 * 24 * 24), dtype=torch.uint8)
+    grads = []
+    for enc in (full, half):
+        f = enc(images)
+        assert f.dtype == torch.float32
+        (f * torch.linspace(-1, 1, f.shape[-1])).sum().backward()
+        grads.append(torch.cat([p.grad.flatten() for p in enc.parameters()]))
+        assert all(p.dtype == p.grad.dtype == torch.float32 for p in enc.parameters())
+    assert (full(images) - half(images)).abs().max() < 0.05  # features in [-1, 1] (tanh)
+    assert torch.nn.functional.cosine_similarity(*grads, dim=0) > 0.99
+    with pytest.raises(ValueError, match="float32, bfloat16"):
+        PixelEncoder((9, 24, 24), precision="float16")
+
+
+def test_the_pixel_precision_is_saved_with_a_sac_policy_and_checked_before_a_run():
+    from embody.policies.sac import SACPolicy
+    from embody.runs import build_env
+    from embody.train import TrainConfig
+
+    policy = SACPolicy(3 * 16 * 16, 1, [16, 16], pixels=[3, 16, 16], pixel_precision="bfloat16")
+    assert SACPolicy.from_kwargs(policy.init_kwargs()).encoder.precision == "bfloat16"
+    with pytest.raises(ValueError, match="pixel_precision: 'half'"):
+        build_env(TrainConfig(task="cartpole-swingup", pixels=16, pixel_precision="half"))
+
+
 def test_one_update_trains_the_encoder_and_the_actor():
     from embody.policies.sac import SAC, SACConfig, SACPolicy
 
@@ -79,6 +121,7 @@ def test_sac_trains_from_pixels_end_to_end(tmp_path):
         "sac.hidden=[32,32]",
         "sac.batch_size=32",
         "sac.buffer_size=1000",
+        "pixel_precision=bfloat16",
         "eval_episodes=1",
         "video=false",
     ]
@@ -86,6 +129,7 @@ def test_sac_trains_from_pixels_end_to_end(tmp_path):
     assert main(argv + [x for s in sets for x in ("--set", s)]) == 0
     ck = load_run_checkpoint(out)
     assert ck.policy.pixels == [9, 24, 24] and ck.spec["obs_size"] == 9 * 24 * 24
+    assert ck.policy.encoder.precision == "bfloat16"
     buf = ReplayBuffer(1000, 9 * 24 * 24, 1, np.uint8).restore(out / "replay.safetensors")
     assert buf.data["obs"].dtype == np.uint8 and buf.size == 160
     assert json.loads((out / "eval.json").read_text())["episodes"] == 1
@@ -147,8 +191,10 @@ def test_ppo_and_shac_train_from_pixels_end_to_end(tmp_path, algo):
 
     out = tmp_path / algo
     sets = ["pixels=16", "eval_episodes=1", "video=false", "ppo.n_steps=8", "shac.horizon=8"]
+    sets += ["pixel_precision=bfloat16"] if algo == "shac" else []  # D.VA's encoder at half the cost
     argv = ["train", "cartpole-swingup", "--algo", algo, "--envs", "4", "--steps", "64", "--out", str(out)]
     assert main(argv + [x for s in sets for x in ("--set", s)]) == 0
     ck = load_run_checkpoint(out)
     assert ck.policy.config.pixels == [9, 16, 16] and ck.policy.critic_size == 5
+    assert ck.policy.encoder.precision == ("bfloat16" if algo == "shac" else "float32")
     assert json.loads((out / "eval.json").read_text())["episodes"] == 1
