@@ -1,26 +1,13 @@
 """Shaped-reward helpers shared by tasks (the DeepMind Control Suite's tolerance).
 
-Written once for numpy arrays and torch tensors alike (``namespace``): a differentiable task's reward runs through
-the same code on the numpy step and on the gradient path (sims/diff_env.py)."""
+Written once for numpy arrays and torch tensors alike (``embody.arrays``): a differentiable task's reward runs
+through the same code on the numpy step and on the gradient path (sims/diff_env.py)."""
 
 from __future__ import annotations
 
 import math
-import sys
 
-import numpy as np
-
-
-def namespace(x):
-    """The array module of ``x``: torch for a tensor, else numpy (their shared calls: exp, abs, where, clip, cos, ...)."""
-    torch = sys.modules.get("torch")  # a tensor exists only if torch is imported
-    return torch if torch is not None and isinstance(x, torch.Tensor) else np
-
-
-def like(value, x):
-    """``value`` (an array) in ``x``'s kind: a tensor of x's dtype and device when ``x`` is one."""
-    xp = namespace(x)
-    return value if xp is np else xp.as_tensor(value, dtype=x.dtype, device=x.device)
+from embody.arrays import namespace
 
 
 def tolerance(x, bounds=(0.0, 0.0), margin: float = 0.0, sigmoid: str = "gaussian", value_at_margin: float = 0.1):

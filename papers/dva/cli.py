@@ -13,7 +13,7 @@ from embody.commands import add_set, any_int, positive_int
 
 
 def train_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("task", help="a differentiable task: cartpole-swingup, hopper")
+    p.add_argument("task", help="a differentiable task: cartpole-swingup, hopper, arm-reach")
     p.add_argument("--sim", default="mujoco", help="a simulator with capability 'differentiable' (default mujoco)")
     p.add_argument("--pixels", type=positive_int, default=64, help="image side (default 64; the paper: 84)")
     p.add_argument("--frames", type=positive_int, default=3, help="stacked frames (default 3)")

@@ -6,7 +6,9 @@ that hold the arm against gravity, and damped-least-squares inverse kinematics. 
 for gravity compensation and Cartesian actions, the scripted peg-insertion expert for its
 targets; none of it touches a simulator. The numbers (link frames, masses, centres of mass,
 the ee and F/T sites) are read once from the robot's model file, compiled with MuJoCo as a
-parser; everything after that is numpy over a batch of ``n`` configurations.
+parser; everything after that is numpy over a batch of ``n`` configurations. ``frames``,
+``ee_pose`` and ``gravity_torque`` also take torch tensors and keep their gradients (arm-reach's
+differentiable path, sims/diff_env.py).
 
 Frames: world = the robot base frame (link0 sits at the origin). Joint i turns about the
 local z axis of body ``link{i}`` (the DH frame, see assets/peg_arm/peg_arm.xml).
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from embody.arrays import cross, like, namespace
 from embody.robots.spec import RobotSpec
 
 from . import constants as C
@@ -35,12 +38,12 @@ def _quat_mat(q: np.ndarray) -> np.ndarray:
     )
 
 
-def rot_z(angle: np.ndarray) -> np.ndarray:
-    """(n,) angles → (n, 3, 3) rotations about z."""
-    c, s = np.cos(angle), np.sin(angle)
-    out = np.zeros((*np.shape(angle), 3, 3))
-    out[..., 0, 0], out[..., 0, 1], out[..., 1, 0], out[..., 1, 1], out[..., 2, 2] = c, -s, s, c, 1.0
-    return out
+def rot_z(angle):
+    """(...) angles → (..., 3, 3) rotations about z (numpy or torch)."""
+    xp = namespace(angle)
+    c, s = xp.cos(angle), xp.sin(angle)
+    zero, one = 0 * c, 0 * c + 1
+    return xp.stack([xp.stack([c, -s, zero], -1), xp.stack([s, c, zero], -1), xp.stack([zero, zero, one], -1)], -2)
 
 
 def orientation_error(rot: np.ndarray, target: np.ndarray) -> np.ndarray:
@@ -84,25 +87,25 @@ class ArmModel:
         self.lower, self.upper = spec.lower.copy(), spec.upper.copy()
 
     # -- kinematics ------------------------------------------------------------------------
-    def frames(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """q (n, 7) → origins (n, 7, 3) and rotations (n, 7, 3, 3) of link1..link7 in the world."""
-        q = np.atleast_2d(q)
-        n = q.shape[0]
-        p = np.broadcast_to(self.base_pos, (n, 3))
-        R = np.broadcast_to(self.base_rot, (n, 3, 3))
-        rz = rot_z(q)
+    def frames(self, q):
+        """q (n, 7) → origins (n, 7, 3) and rotations (n, 7, 3, 3) of link1..link7 in the world (numpy or torch)."""
+        xp = namespace(q)
+        q = q if q.ndim == 2 else q[None]
+        zero = 0 * q[:, :1]  # (n, 1): broadcasts the base frame over the batch
+        p, R = like(self.base_pos, q) + zero, like(self.base_rot, q) + zero[..., None]
+        pos, rot, rz = like(self.pos, q), like(self.rot, q), rot_z(q)
         origins, rots = [], []
         for i in range(7):
-            p = p + R @ self.pos[i]
-            R = R @ self.rot[i] @ rz[:, i]
+            p = p + R @ pos[i]
+            R = R @ rot[i] @ rz[:, i]
             origins.append(p)
             rots.append(R)
-        return np.stack(origins, 1), np.stack(rots, 1)
+        return xp.stack(origins, 1), xp.stack(rots, 1)
 
-    def ee_pose(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """q (n, 7) → peg tip position (n, 3) and rotation (n, 3, 3) (the ``ee`` site)."""
+    def ee_pose(self, q):
+        """q (n, 7) → peg tip position (n, 3) and rotation (n, 3, 3) (the ``ee`` site; numpy or torch)."""
         o, R = self.frames(q)
-        return o[:, -1] + R[:, -1] @ self.ee_pos, R[:, -1] @ self.ee_rot
+        return o[:, -1] + R[:, -1] @ like(self.ee_pos, q), R[:, -1] @ like(self.ee_rot, q)
 
     def ft_pose(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """q (n, 7) → the F/T site's position (n, 3) and rotation (n, 3, 3)."""
@@ -116,18 +119,17 @@ class ArmModel:
         tip = o[:, -1] + R[:, -1] @ self.ee_pos
         return np.concatenate([np.cross(z, tip[:, None] - o).swapaxes(1, 2), z.swapaxes(1, 2)], axis=1)
 
-    def gravity_torque(self, q: np.ndarray) -> np.ndarray:
+    def gravity_torque(self, q):
         """q (n, 7) → (n, 7): the joint torques that hold the arm still against gravity
-        (MuJoCo's qfrc_bias at zero velocity)."""
+        (MuJoCo's qfrc_bias at zero velocity; numpy or torch)."""
+        xp = namespace(q)
         o, R = self.frames(q)
         z = R[..., 2]
-        com = o + np.einsum("nkij,kj->nki", R, self.com)  # (n, 7, 3)
-        weight = self.mass[None, :, None] * self.gravity  # (1, 7, 3) force on each link
-        tau = np.zeros(o.shape[:2])
-        for k in range(7):  # joint k carries the links k..6
-            moment = np.cross(com[:, k:] - o[:, k : k + 1], weight[:, k:]).sum(axis=1)
-            tau[:, k] = -(moment * z[:, k]).sum(axis=1)
-        return tau
+        com = o + xp.einsum("nkij,kj->nki", R, like(self.com, q))  # (n, 7, 3)
+        weight = like(self.mass[None, :, None] * self.gravity, q)  # (1, 7, 3) force on each link
+        # joint k carries the links k..6
+        moments = [cross(com[:, k:] - o[:, k : k + 1], weight[:, k:]).sum(1) for k in range(7)]
+        return -xp.stack([(m * z[:, k]).sum(1) for k, m in enumerate(moments)], 1)
 
     def ik(
         self,

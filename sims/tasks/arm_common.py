@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from embody.arrays import like, namespace
 from embody.robots import RobotSpec, RobotState
 from embody.robots.peg_arm.kinematics import ArmModel
 
@@ -66,12 +67,14 @@ class ArmIO:
         """Count a control step (the tare is taken after ``tare_steps``)."""
         self.steps += 1
 
-    def pd_command(self, q_target: np.ndarray) -> np.ndarray:
-        """Joint targets (n, 7) → PD command with gravity compensation, within the joint limits.
+    def pd_command(self, q_target):
+        """Joint targets (n, 7) → PD command with gravity compensation, within the joint limits (numpy or torch).
         Envs not yet tared hold their reset pose (the sensor is zeroed at rest)."""
-        q = np.where((self.steps < self.tare_steps)[:, None], self.q_hold, q_target)
-        q = np.clip(q, self.robot.lower, self.robot.upper)
-        return q + self.model.gravity_torque(q) / self.kp
+        xp = namespace(q_target)
+        holding = like(self.steps < self.tare_steps, q_target) > 0
+        q = xp.where(holding[:, None], like(self.q_hold, q_target), q_target)
+        q = xp.clip(q, like(self.robot.lower, q), like(self.robot.upper, q))
+        return q + self.model.gravity_torque(q) / like(self.kp, q)
 
     def raw_wrench(self, state: RobotState) -> np.ndarray:
         """Untared wrist wrench (n, 6), force [N] then moment [N m] in the F/T sensor frame: the sensor's reading

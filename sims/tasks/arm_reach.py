@@ -17,13 +17,21 @@ termination: the arm must reach and hold, and the episode counts as a success wh
 within ``success_radius`` (2 cm) of the target at its end.
 
 Observation (33): q − q_home (7), q̇ (7), tip position (3) and orientation quaternion w,x,y,z
-(4), tared wrist wrench (6, see arm_common.py), target (3), target − tip (3).
+(4, MuJoCo's sign convention), tared wrist wrench (6, see arm_common.py), target (3), target − tip (3).
 Privileged observation (3): the target (a reach target is observed anyway; the slot keeps the
 teacher/critic interface of the peg tasks).
 
 Reward: weighted named terms (``reward_<name>``): ``reach`` 1 − tanh(d / 0.1) and
 ``precise`` 1 − tanh(d / 0.01) on the tip-target distance d, minus ``action_rate`` ‖aₜ − aₜ₋₁‖²
 and ``joint_vel`` ‖q̇‖².
+
+The tip's pose comes from the robot-side kinematics of the joint positions (``tip_pose``), not
+from the simulator's site sensors, which lag the state by one physics step.
+
+Differentiable (SHAC, D.VA; sims/diff_env.py): observation, reward terms and action mapping also
+take torch tensors. On that path the tared wrench (``WRENCH`` columns) is the reading the numpy
+step took, without a gradient: the F/T sensor's derivatives are not part of the simulator's
+transition Jacobians, so a policy's dependence on the wrench is not differentiated.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from embody.arrays import like, mat_to_quat, namespace
 from embody.config import ConfigError
 from embody.robots import RobotState
 from embody.robots.peg_arm.kinematics import DOWN
@@ -78,6 +87,8 @@ class ArmReach(Task):
 
     name = "arm-reach"
     learning_bar = ("success", 0.9)
+    differentiable = True  # observe, reward and action_to_command take torch tensors too (module docstring)
+    WRENCH = slice(21, 27)  # the tared wrench's columns in the observation
     robot_name = "peg_arm"
     config_class = ArmReachConfig
     # 500k env steps: ~100 s at ~5k steps/s on 2 cores, 100% success over 100 evaluation episodes
@@ -138,55 +149,65 @@ class ArmReach(Task):
         super().after_step(action)
         self.io.after_step()
 
-    def action_to_command(self, action: np.ndarray) -> np.ndarray:
-        """PD targets q_home + action_scale · clip(a, -1, 1), gravity compensated."""
-        return self.io.pd_command(self.home + self.config.action_scale * np.clip(action, -1.0, 1.0))
+    def action_to_command(self, action):
+        """PD targets q_home + action_scale · clip(a, -1, 1), gravity compensated (numpy or torch)."""
+        clipped = namespace(action).clip(action, -1.0, 1.0)
+        return self.io.pd_command(like(self.home, action) + self.config.action_scale * clipped)
 
     # -- observation ---------------------------------------------------------------------
-    def observe(self, state: RobotState) -> np.ndarray:
-        """(n, 33): q − q_home, q̇, tip position, tip quaternion w,x,y,z, tared wrench, target, target − tip."""
-        wrench = self.io.observe(state)
-        self.tip = state.ee_pos
-        return np.concatenate(
-            [
-                state.joint_pos - self.home,
-                state.joint_vel,
-                state.ee_pos,
-                state.ee_quat,
-                wrench,
-                self.target,
-                self.target - state.ee_pos,
-            ],
-            axis=1,
-        ).astype(np.float32)
+    def observe(self, state: RobotState):
+        """(n, 33): q − q_home, q̇, tip position, tip quaternion w,x,y,z, tared wrench, target, target − tip.
+        numpy float32, or a float64 tensor with gradients (the wrench a constant: module docstring)."""
+        q = state.joint_pos
+        xp = namespace(q)
+        tip, quat = self.tip_pose(state)
+        if xp is np:
+            wrench, self.tip = self.io.observe(state), tip
+        else:
+            wrench = like(self.io.wrench, q)
+        target = like(self.target, q)
+        obs = xp.concatenate([q - like(self.home, q), state.joint_vel, tip, quat, wrench, target, target - tip], 1)
+        return obs.astype(np.float32) if xp is np else obs
+
+    def tip_pose(self, state: RobotState):
+        """The peg tip's position (n, 3) and quaternion (n, 4) from the robot-side kinematics of the joint
+        positions, as a real arm's controller reports it (libfranka's O_T_EE), on both paths alike. MuJoCo's
+        frame sensors read the pose one physics step before the state (they are computed before the last
+        integration): up to ~7 mm behind while the arm moves fast."""
+        pos, rot = self.io.model.ee_pose(state.joint_pos)
+        return pos, mat_to_quat(rot)
 
     def privileged_observe(self, state: RobotState) -> np.ndarray:
         """(n, 3): the target."""
         return self.target.astype(np.float32)
 
-    def distance(self, state: RobotState) -> np.ndarray:
-        """Tip-target distance (n,) [m]."""
-        return np.linalg.norm(state.ee_pos - self.target, axis=1)
+    def distance(self, state: RobotState):
+        """Tip-target distance (n,) [m] (numpy or torch)."""
+        tip = self.tip_pose(state)[0]
+        return namespace(tip).sqrt(((tip - like(self.target, tip)) ** 2).sum(1))
 
     def success(self, state: RobotState) -> np.ndarray:
         return self.distance(state) < self.config.success_radius
 
     # -- reward terms ------------------------------------------------------------------------
-    def reward_reach(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+    def reward_reach(self, state: RobotState, action):
         """1 − tanh(d / 0.1 m) on the tip-target distance d."""
-        return 1.0 - np.tanh(self.distance(state) / 0.1)
+        d = self.distance(state)
+        return 1.0 - namespace(d).tanh(d / 0.1)
 
-    def reward_precise(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+    def reward_precise(self, state: RobotState, action):
         """1 − tanh(d / 0.01 m) on the tip-target distance d."""
-        return 1.0 - np.tanh(self.distance(state) / 0.01)
+        d = self.distance(state)
+        return 1.0 - namespace(d).tanh(d / 0.01)
 
-    def reward_action_rate(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+    def reward_action_rate(self, state: RobotState, action):
         """‖aₜ − aₜ₋₁‖² on actions clipped to [-1, 1]."""
-        return np.square(np.clip(action, -1, 1) - np.clip(self.last_action, -1, 1)).sum(axis=1)
+        xp = namespace(action)
+        return ((xp.clip(action, -1, 1) - xp.clip(like(self.last_action, action), -1, 1)) ** 2).sum(1)
 
-    def reward_joint_vel(self, state: RobotState, action: np.ndarray) -> np.ndarray:
+    def reward_joint_vel(self, state: RobotState, action):
         """‖q̇‖² [rad²/s²]."""
-        return np.square(state.joint_vel).sum(axis=1)
+        return (state.joint_vel**2).sum(1)
 
 
 __all__ = ["ArmReach", "ArmReachConfig", "check_reachable"]

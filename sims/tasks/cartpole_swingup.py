@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from embody.arrays import like, namespace
 from embody.robots import RobotState
 
 from ..base import InitState, SimConfig
-from ..rewards import like, namespace, tolerance
+from ..rewards import tolerance
 from ..task import Task, TaskConfig
 
 

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from embody.arrays import like, namespace
 from embody.robots import RobotState
 
 from ..base import InitState, SimConfig
-from ..rewards import like, namespace
 from ..task import Task, TaskConfig
 
 

@@ -1,6 +1,8 @@
 """The golden fixture: a dataset our writer produced and the real lerobot 0.4.4 loaded (arrays equal,
 decoded frames identical; scripts/lerobot_peer_check.py). Recording it again must give the same
-layout, schemas and metadata, so that what lerobot read then, it reads now."""
+layout, schemas and metadata, so that what lerobot read then, it reads now. The values (data, episode
+statistics, stats.json and their checksums) were re-recorded once when arm-reach's tip pose moved from the
+site sensors, which lag a physics step, to the arm's kinematics; layout, info.json and videos are the originals."""
 
 import json
 from pathlib import Path
