@@ -18,7 +18,7 @@ import numpy as np
 
 from . import best_seconds, save_results
 
-TASKS = ("cartpole-swingup", "hopper")
+TASKS = ("cartpole-swingup", "hopper", "arm-reach")
 
 
 def _env(task: str, envs: int, size: int):
