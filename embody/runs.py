@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 import yaml
 
-from embody.config import apply_overrides, from_dict, load_yaml, to_dict
+from embody.config import ConfigError, apply_overrides, from_dict, load_yaml, to_dict
 from embody.files import write_atomic
 from embody.policies.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from embody.policies.evaluate import evaluate
@@ -56,7 +56,7 @@ def build_env(
     the task's curricula at their final level. A ``gym:ID`` task is a Gymnasium environment (``cfg.env``: its
     ``gym.make`` keyword arguments). ``cfg.pixels``: frame-stacked images of ``cfg.pixel_source`` as the observation."""
     if cfg.pixels and cfg.pixel_precision not in PRECISIONS:  # refused before any run folder is made
-        raise ValueError(f"pixel_precision: {cfg.pixel_precision!r} is not one of {', '.join(PRECISIONS)}")
+        raise ConfigError(f"pixel_precision: {cfg.pixel_precision!r} is not one of {', '.join(PRECISIONS)}")
     env = _build_env(cfg, n_envs, sim, seed, evaluation)
     if cfg.pixels:
         from embody.sims.pixels import make_pixel_env
