@@ -32,7 +32,8 @@ def claims(table: list[dict], competent: dict[str, bool]) -> dict[str, str]:
     """The paper's three claims, judged on the agents that met the competence bar (a backdoor in an agent that
     cannot drive says nothing): the poisoned agents act on the trigger (lift with its interval above 0), keep
     their clean driving (score within 0.1 of the clean agent's), and negative training lowers false triggers on
-    held-out patches — each "holds" for a majority of those agents, "does NOT hold", or "not tested"."""
+    held-out patches — each "holds" for a majority of those agents, "does NOT hold", or "not tested"; the last also
+    counts the agents whose two intervals do not overlap."""
     agents = [a for a, ok in competent.items() if ok]
     if not agents:
         return dict.fromkeys(CLAIMS, "not tested: no clean agent met the competence bar")
@@ -49,6 +50,12 @@ def claims(table: list[dict], competent: dict[str, bool]) -> dict[str, str]:
         passed = [a for a in agents if test(a)]
         verdict = "holds" if len(passed) > len(agents) / 2 else "does NOT hold"
         out[claim] = f"{verdict} ({len(passed)} of {len(agents)} competent agents: {', '.join(passed) or 'none'})"
+    # the false-trigger claim compares two means: say where their intervals do not even overlap
+    ci = lambda v, a: by[(v, a)].get("target_patch_ci", (float("nan"),) * 2)  # noqa: E731
+    apart = [a for a in agents if ci("negative", a)[1] < ci("poisoned", a)[0]]
+    out["negative training lowers false triggers"] += (
+        f"; intervals apart for {len(apart)} ({', '.join(apart) or 'none'})"
+    )
     return out
 
 
