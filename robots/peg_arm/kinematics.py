@@ -90,7 +90,7 @@ class ArmModel:
     def frames(self, q):
         """q (n, 7) → origins (n, 7, 3) and rotations (n, 7, 3, 3) of link1..link7 in the world (numpy or torch)."""
         xp = namespace(q)
-        q = q if q.ndim == 2 else q[None]
+        q = np.atleast_2d(q) if xp is np else q if q.ndim == 2 else q[None]
         zero = 0 * q[:, :1]  # (n, 1): broadcasts the base frame over the batch
         p, R = like(self.base_pos, q) + zero, like(self.base_rot, q) + zero[..., None]
         pos, rot, rz = like(self.pos, q), like(self.rot, q), rot_z(q)
