@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from embody.arrays import namespace
+
 
 def quat_rotate_inverse(q: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Rotate world vectors into the frame of ``q``. q: (n, 4), v: (n, 3) or (3,) → (n, 3)."""
@@ -41,18 +43,21 @@ def yaw_quat(yaw: np.ndarray) -> np.ndarray:
     return np.stack([np.cos(h), np.zeros_like(h), np.zeros_like(h), np.sin(h)], axis=-1)
 
 
-def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Hamilton product a ⊗ b; a, b: (n, 4) or (4,), broadcast → (n, 4) (or (4,))."""
-    aw, ax, ay, az = np.moveaxis(np.asarray(a, dtype=np.float64), -1, 0)
-    bw, bx, by, bz = np.moveaxis(np.asarray(b, dtype=np.float64), -1, 0)
-    return np.stack(
+def quat_mul(a, b):
+    """Hamilton product a ⊗ b; a, b: (n, 4) or (4,), broadcast → (n, 4) (or (4,)); numpy, or torch tensors (both)."""
+    xp = namespace(a)
+    if xp is np:
+        a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    aw, ax, ay, az = (a[..., i] for i in range(4))
+    bw, bx, by, bz = (b[..., i] for i in range(4))
+    return xp.stack(
         [
             aw * bw - ax * bx - ay * by - az * bz,
             aw * bx + ax * bw + ay * bz - az * by,
             aw * by - ax * bz + ay * bw + az * bx,
             aw * bz + ax * by - ay * bx + az * bw,
         ],
-        axis=-1,
+        -1,
     )
 
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from embody.arrays import cross, like, namespace
 from embody.robots.spec import RobotSpec
+from embody.rotations import quat_conj, quat_mul
 
 from . import constants as C
 
@@ -83,6 +84,10 @@ class ArmModel:
             return R7.T @ (d.site_xpos[i] - p7), R7.T @ d.site_xmat[i].reshape(3, 3)
 
         self.ee_pos, self.ee_rot = site(spec.sensors.ee_site)  # in link7's frame
+        # orientations as quaternions, as MuJoCo chains them (its frame sensors' sign): base, bodies, ee site
+        ee = m.site(spec.sensors.ee_site).id
+        self.base_quat, self.body_quat = d.xquat[base].copy(), m.body_quat[chain].copy()
+        self.ee_quat_rel = quat_mul(quat_conj(d.xquat[last]), quat_mul(d.xquat[m.site_bodyid[ee]], m.site_quat[ee]))
         self.ft_pos, self.ft_rot = site(spec.sensors.ft_site)
         self.lower, self.upper = spec.lower.copy(), spec.upper.copy()
 
@@ -106,6 +111,19 @@ class ArmModel:
         """q (n, 7) → peg tip position (n, 3) and rotation (n, 3, 3) (the ``ee`` site; numpy or torch)."""
         o, R = self.frames(q)
         return o[:, -1] + R[:, -1] @ like(self.ee_pos, q), R[:, -1] @ like(self.ee_rot, q)
+
+    def ee_quat(self, q):
+        """q (n, 7) → the ee site's orientation (n, 4) w, x, y, z, multiplied along the chain as MuJoCo's frame
+        sensor does it: the same sign, continuous in q (a matrix-to-quaternion conversion's sign jumps between its
+        branches). numpy or torch."""
+        xp = namespace(q)
+        q = np.atleast_2d(q) if xp is np else q if q.ndim == 2 else q[None]
+        half, zero = 0.5 * q, 0 * q[:, 0]
+        out, body = like(self.base_quat, q) + zero[:, None], like(self.body_quat, q)
+        for i in range(7):  # each hinge turns about its body's z axis
+            turn = xp.stack([xp.cos(half[:, i]), zero, zero, xp.sin(half[:, i])], -1)
+            out = quat_mul(quat_mul(out, body[i]), turn)
+        return quat_mul(out, like(self.ee_quat_rel, q))
 
     def ft_pose(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """q (n, 7) → the F/T site's position (n, 3) and rotation (n, 3, 3)."""

@@ -17,7 +17,7 @@ termination: the arm must reach and hold, and the episode counts as a success wh
 within ``success_radius`` (2 cm) of the target at its end.
 
 Observation (33): q − q_home (7), q̇ (7), tip position (3) and orientation quaternion w,x,y,z
-(4, MuJoCo's sign convention), tared wrist wrench (6, see arm_common.py), target (3), target − tip (3).
+(4, MuJoCo's frame-sensor sign), tared wrist wrench (6, see arm_common.py), target (3), target − tip (3).
 Privileged observation (3): the target (a reach target is observed anyway; the slot keeps the
 teacher/critic interface of the peg tasks).
 
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from embody.arrays import like, mat_to_quat, namespace
+from embody.arrays import like, namespace
 from embody.config import ConfigError
 from embody.robots import RobotState
 from embody.robots.peg_arm.kinematics import DOWN
@@ -174,8 +174,8 @@ class ArmReach(Task):
         positions, as a real arm's controller reports it (libfranka's O_T_EE), on both paths alike. MuJoCo's
         frame sensors read the pose one physics step before the state (they are computed before the last
         integration): up to ~7 mm behind while the arm moves fast."""
-        pos, rot = self.io.model.ee_pose(state.joint_pos)
-        return pos, mat_to_quat(rot)
+        model, q = self.io.model, state.joint_pos
+        return model.ee_pose(q)[0], model.ee_quat(q)
 
     def privileged_observe(self, state: RobotState) -> np.ndarray:
         """(n, 3): the target."""

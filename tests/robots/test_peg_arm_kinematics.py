@@ -23,8 +23,9 @@ def test_matches_mujoco(params):
     arm = ArmModel(spec)
     model = mujoco.MjModel.from_xml_path(str(spec.mjcf))
     data = mujoco.MjData(model)
-    q = np.random.default_rng(0).uniform(spec.lower, spec.upper, (4, 7))
+    q = np.random.default_rng(0).uniform(spec.lower, spec.upper, (32, 7))
     pos, rot = arm.ee_pose(q)
+    quat = arm.ee_quat(q)
     ft_pos, ft_rot = arm.ft_pose(q)
     J, g = arm.jacobian(q), arm.gravity_torque(q)
     for i in range(len(q)):
@@ -33,6 +34,9 @@ def test_matches_mujoco(params):
         ee, ft = model.site(C.EE_SITE).id, model.site(C.FT_SITE).id
         np.testing.assert_allclose(pos[i], data.site_xpos[ee], atol=1e-12)
         np.testing.assert_allclose(rot[i], data.site_xmat[ee].reshape(3, 3), atol=1e-12)
+        sensor = np.zeros(4)  # a framequat sensor's reading: the site's quaternion chained, sign included
+        mujoco.mju_mulQuat(sensor, data.xquat[model.site_bodyid[ee]], model.site_quat[ee])
+        np.testing.assert_allclose(quat[i], sensor, atol=1e-12)
         np.testing.assert_allclose(ft_pos[i], data.site_xpos[ft], atol=1e-12)
         np.testing.assert_allclose(ft_rot[i], data.site_xmat[ft].reshape(3, 3), atol=1e-12)
         jp, jr = np.zeros((3, 7)), np.zeros((3, 7))
