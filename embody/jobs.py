@@ -9,15 +9,23 @@ the seeds the jobs carry themselves). Rerunning a study on the same folder skips
 (resume after an interruption); a folder holding another fingerprint's jobs is refused, naming the
 keys that differ, so one folder never mixes configurations. ``merge_stores`` pools folders run apart
 (e.g. seeds on different machines). Backends are registered by name in ``BACKENDS``.
+
+Several processes may share one folder, even one seed: a job about to start is claimed with
+``root/jobs/.<job name>.claim`` (created exclusively; pid and host), a job finished or claimed by another
+process meanwhile is left to it, and each process waits at the end for the jobs others hold, taking over
+those whose process has died (same host). A claim from another host is honoured until removed by hand.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
+import socket
+import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -99,6 +107,9 @@ class JobStore:
                 f"{self.root} holds jobs of another configuration ({', '.join(keys)} differ): "
                 "rerun with the same settings to resume, or use another folder"
             )
+        for path in (self.root / "jobs").glob(".*.claim"):  # a killed process's, e.g. after its last result
+            if (owner := _owner(path)) is not None and _dead(owner):
+                path.unlink(missing_ok=True)
 
     def __contains__(self, name: str) -> bool:
         return name in self.results
@@ -111,12 +122,48 @@ class JobStore:
         self.results[job.name] = json.loads(text)["result"]
         return self.results[job.name]
 
+    def refresh(self, name: str) -> bool:
+        """Whether job ``name`` is finished, reading its file if another process has written it since."""
+        path = self.root / "jobs" / f"{name}.json"
+        if name not in self.results and path.exists():
+            self.results[name] = json.loads(path.read_text())["result"]
+        return name in self.results
+
+    def claim(self, name: str) -> str | None:
+        """Claim job ``name`` for this process: None when claimed (a dead process's claim on this host is taken
+        over), else who holds it ("pid P on HOST")."""
+        path = self._claim_path(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for _ in range(3):
+            try:
+                with open(path, "x") as f:
+                    json.dump(_me(), f)
+                return None
+            except FileExistsError:
+                owner = _owner(path)
+                if owner is None:  # being written or removed this instant: look again
+                    time.sleep(0.05)
+                elif owner == _me() or _dead(owner):
+                    path.unlink(missing_ok=True)
+                else:
+                    return f"pid {owner['pid']} on {owner['host']}"
+        return "another process"
+
+    def release(self, name: str) -> None:
+        """Drop this process's claim on job ``name`` (if it holds one)."""
+        if _owner(path := self._claim_path(name)) == _me():
+            path.unlink(missing_ok=True)
+
+    def _claim_path(self, name: str) -> Path:
+        return self.root / "jobs" / f".{name}.claim"
+
 
 class Backend(Protocol):
     """Runs a list of jobs somewhere (this machine, a cluster); registered in ``BACKENDS``."""
 
-    def run(self, fn: Callable[[dict], Any], jobs: list[Job]) -> Iterator[tuple[Job, Any]]:
-        """``fn(job.params)`` for every job; yields (job, result) as each completes, in any order."""
+    def run(self, fn: Callable[[dict], Any], jobs: Iterable[Job]) -> Iterator[tuple[Job, Any]]:
+        """``fn(job.params)`` for every job; yields (job, result) as each completes, in any order. ``jobs`` is
+        consumed as jobs start where the backend runs one at a time (each is claimed as it is drawn)."""
 
 
 @dataclass
@@ -126,13 +173,14 @@ class LocalBackend:
 
     workers: int = 1
 
-    def run(self, fn: Callable[[dict], Any], jobs: list[Job]) -> Iterator[tuple[Job, Any]]:
-        """Jobs in order (``workers`` ≤ 1) or as they complete; a failing job's exception propagates
-        and cancels the jobs not yet started."""
+    def run(self, fn: Callable[[dict], Any], jobs: Iterable[Job]) -> Iterator[tuple[Job, Any]]:
+        """Jobs in order (``workers`` ≤ 1, drawn one at a time) or as they complete; a failing job's exception
+        propagates and cancels the jobs not yet started."""
         if self.workers <= 1:
             for job in jobs:
                 yield job, fn(job.params)
             return
+        jobs = list(jobs)
         if not jobs:
             return
         import multiprocessing
@@ -173,10 +221,12 @@ def run_jobs(
     label: str = "jobs",
     log: Callable[[str], None] = print,
     metrics: Callable[[Any], dict] | None = None,
+    poll_s: float = 10.0,
 ) -> dict[str, Any]:
     """``fn(job.params)`` for every job not already in ``store``, each result stored as it finishes; all results
     by job name, in ``jobs``' order. ``backend``: a Backend or a BACKENDS name (default "local"), made with
-    ``workers``; ``metrics(result)``: what the progress line shows of the last finished job."""
+    ``workers``; ``metrics(result)``: what the progress line shows of the last finished job. Jobs that another
+    process finishes or holds are left to it and awaited at the end (checked every ``poll_s``)."""
     _check_unique(jobs)
     if backend is None:
         name, options = _default_backend
@@ -192,9 +242,35 @@ def run_jobs(
         )
     progress = Progress(len(jobs), label, unit="jobs")
     progress.update(len(results))
-    for job, result in backend.run(fn, todo):
-        results[job.name] = store.put(job, result)
-        progress.update(len(results), job=job.name, **(metrics(results[job.name]) if metrics else {}))
+    held: list[Job] = []  # claimed by other processes
+    told: set[str] = set()
+
+    def mine(candidates: list[Job]) -> Iterator[Job]:
+        for job in candidates:
+            if store.refresh(job.name):
+                results[job.name] = store.results[job.name]
+            elif (owner := store.claim(job.name)) is None:
+                yield job
+            else:
+                if job.name not in told:
+                    log(f"{label}: {job.name} is running in {owner}: left to it, awaited at the end")
+                    told.add(job.name)
+                held.append(job)
+
+    try:
+        while True:
+            for job, result in backend.run(fn, mine(todo)):
+                results[job.name] = store.put(job, result)
+                store.release(job.name)
+                progress.update(len(results), job=job.name, **(metrics(results[job.name]) if metrics else {}))
+            if not held:
+                break
+            time.sleep(poll_s)  # wait for the other processes' jobs; take over those whose process died
+            todo, held[:] = list(held), []
+            progress.update(len(results))
+    finally:
+        for job in jobs:
+            store.release(job.name)
     progress.close()
     return {job.name: results[job.name] for job in jobs}
 
@@ -221,6 +297,32 @@ def merge_stores(roots: list[str | Path], ignore: set[str] = frozenset()) -> tup
     if empty := [label for label, _, results in parts if not results]:
         raise ValueError(f"{empty[0]}: no job results (jobs/*.json) there")
     return pool(parts, ignore)
+
+
+def _me() -> dict:
+    """A claim's owner: this process (worked out per call: a forked child is another process)."""
+    return {"pid": os.getpid(), "host": socket.gethostname()}
+
+
+def _owner(path: Path) -> dict | None:
+    try:
+        owner = json.loads(path.read_text())
+        return {"pid": int(owner["pid"]), "host": str(owner["host"])}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _dead(owner: dict) -> bool:
+    """A claim's process is gone: only decidable on this host."""
+    if owner["host"] != socket.gethostname():
+        return False
+    try:
+        os.kill(owner["pid"], 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # another user's live process
+        return False
+    return False
 
 
 def _check_unique(jobs: list[Job]) -> None:

@@ -277,6 +277,7 @@ class RayBackend:
 
     def run(self, fn, jobs):
         """``fn(job.params)`` for every job on the cluster; yields (job, result) as each completes."""
+        jobs = list(jobs)
         if not jobs:
             return
         ray = connect(self.address, 1, self.cpus)

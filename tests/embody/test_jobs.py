@@ -4,8 +4,10 @@ study killed mid-run that resumes to the uninterrupted results."""
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -109,3 +111,59 @@ def test_a_killed_run_resumes_to_the_uninterrupted_results(tmp_path):
     killed, whole = (JobStore(tmp_path / name, {"study": "kill"}).results for name in ("killed", "whole"))
     assert len(whole) == 6 and killed == whole
     assert sorted(p.name for p in jobs_dir.iterdir()) == sorted(f"{n}.json" for n in whole)  # no temporaries left
+
+
+def _claim_file(root: Path, name: str, pid: int, host: str | None = None) -> Path:
+    path = root / "jobs" / f".{name}.claim"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"pid": pid, "host": host or socket.gethostname()}))
+    return path
+
+
+def test_processes_sharing_a_folder_leave_each_other_their_jobs(tmp_path, monkeypatch):
+    """A job finished by another process meanwhile is read, not rerun; a job another live process holds is
+    awaited; a dead process's claim is taken over; no claim file is left behind."""
+    calls = tmp_path / "calls"
+    calls.mkdir()
+    monkeypatch.setenv("JOBS_TEST_CALLS", str(calls))
+    jobs = grid({"x": [1, 2, 3, 4]}, [0])
+    root = tmp_path / "s"
+    store = JobStore(root, FP)
+    other = JobStore(root, FP)  # another process's view of the folder
+    other.put(jobs[1], {"y": -1})  # finished after this process read the store
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    try:
+        _claim_file(root, jobs[2].name, live.pid)
+        _claim_file(root, jobs[3].name, dead.pid)
+
+        def finish_held():  # the live process finishes its job while this one waits
+            time.sleep(0.5)
+            other.put(jobs[2], {"y": -2})
+            (root / "jobs" / f".{jobs[2].name}.claim").unlink()
+
+        threading.Thread(target=finish_held).start()
+        logged = []
+        results = run_jobs(square, jobs, store, log=logged.append, poll_s=0.1)
+    finally:
+        live.kill()
+    assert results["seed0-2"] == {"y": -1} and results["seed0-3"] == {"y": -2}
+    assert results["seed0-4"]["y"] == 16 and results["seed0-1"]["y"] == 1
+    assert sorted(p.name.split("-")[1] for p in calls.iterdir()) == ["1", "4"]
+    held = f"jobs: seed0-3 is running in pid {live.pid} on {socket.gethostname()}: left to it, awaited at the end"
+    assert [m for m in logged if "left to it" in m] == [held]  # told once, however long it waits
+    assert not list((root / "jobs").glob(".*"))
+
+
+def test_claims_are_released_when_a_job_fails_and_other_hosts_are_honoured(tmp_path):
+    root = tmp_path / "s"
+    store = JobStore(root, FP)
+    with pytest.raises(KeyError):
+        run_jobs(square, [Job("seed0-a", {"seed": 0})], store, log=quiet)
+    assert not list((root / "jobs").glob(".*"))
+    _claim_file(root, "seed0-b", os.getpid() + 10**6, host="elsewhere")
+    assert store.claim("seed0-b") == f"pid {os.getpid() + 10**6} on elsewhere"
+    assert store.claim("seed0-c") is None and store.claim("seed0-c") is None  # a process may re-claim its own
+    store.release("seed0-c")
+    assert not (root / "jobs" / ".seed0-c.claim").exists()
