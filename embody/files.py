@@ -21,12 +21,13 @@ def fsync_dir(path: Path) -> None:
 
 
 def write_atomic(path: str | Path, data: bytes | str) -> Path:
-    """Write ``data`` to a temporary name beside ``path``, fsync, then ``os.replace`` it in place."""
+    """Write ``data`` to a temporary name beside ``path``, fsync, then ``os.replace`` it in place (the temporary's
+    name is per process: two processes writing one file, e.g. a shared study's report, never mix their bytes)."""
     path = Path(path)
     if isinstance(data, str):
         data = data.encode()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "wb") as f:
         f.write(data)
         f.flush()
