@@ -92,7 +92,7 @@ sys.path.insert(0, {here!r})
 from test_jobs import square, quiet
 from embody.jobs import JobStore, grid, run_jobs
 jobs = [j.__class__(j.name, {{**j.params, "sleep": 0.3}}) for j in grid({{"x": [1, 2, 3]}}, [0, 1])]
-run_jobs(square, jobs, JobStore(sys.argv[1], {{"study": "kill"}}), log=quiet)
+run_jobs(square, jobs, JobStore(sys.argv[1], {{"study": "kill"}}), log=quiet, poll_s=0.1)
 """
 
 
@@ -167,3 +167,16 @@ def test_claims_are_released_when_a_job_fails_and_other_hosts_are_honoured(tmp_p
     assert store.claim("seed0-c") is None and store.claim("seed0-c") is None  # a process may re-claim its own
     store.release("seed0-c")
     assert not (root / "jobs" / ".seed0-c.claim").exists()
+
+
+def test_two_processes_share_one_study_folder(tmp_path):
+    """Two processes on the same folder and seeds: every job runs once, and both end with all the results."""
+    calls = tmp_path / "calls"
+    calls.mkdir()
+    study = [sys.executable, "-c", STUDY.format(here=str(Path(__file__).parent)), str(tmp_path / "shared")]
+    env = {**os.environ, "JOBS_TEST_CALLS": str(calls)}
+    procs = [subprocess.Popen(study, env=env, stderr=subprocess.DEVNULL) for _ in range(2)]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    assert len(list(calls.iterdir())) == 6
+    assert len(JobStore(tmp_path / "shared", {"study": "kill"}).results) == 6
+    assert not list((tmp_path / "shared" / "jobs").glob(".*"))
