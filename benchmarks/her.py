@@ -2,7 +2,7 @@
 
 For each task (default FetchReach-v4; the issue's FetchPush-v4 and FetchPickAndPlace-v4 with ``--tasks``) and
 seed, both train for ``--steps`` env steps from ``--envs`` envs with the same networks, batch, learning rate,
-discount (0.95, the HER papers'), "future" relabelling with 4 goals per transition, observation normalization
+discount (0.95, the HER papers'), "future" relabelling at sampling time (k = 4: 4 of 5 rows), observation normalization
 (embody's running statistics; SB3's VecNormalize) and update-to-data ratio; the success rate of ``--eval``
 deterministic episodes is measured every ``--every`` env steps. Reported: success vs env steps per side (mean
 over seeds), wall time and env-steps/s, in one run. Each (task, seed, side) is a job kept in ``--out``'s job
@@ -47,7 +47,7 @@ def run_ours(s: dict, seed: int) -> dict:
 
     torch.manual_seed(seed)
     env, probe = GymnasiumEnv(s["task"], s["envs"], seed), GymnasiumEnv(s["task"], 1, seed + 1000)
-    cfg = embody_config(s, buffer_size=s["steps"] * (1 + s["her_k"]), her="future", her_k=s["her_k"])
+    cfg = embody_config(s, buffer_size=s["steps"], her="future", her_k=s["her_k"])
     sac = SAC(env, SACPolicy(env.observation_size, env.action_size, s["hidden"]), cfg, seed=seed)
     curve, returns, losses, start = [], [], [], time.perf_counter()
     while sac.env_steps < s["steps"]:

@@ -55,7 +55,7 @@ class SACConfig:
     init_alpha: float = 1.0  # the temperature a new policy starts from
     target_entropy: float | None = None  # None: −action size
     her: str = "none"  # none | future | final: hindsight relabelling (goal environments, policies/her.py)
-    her_k: int = 4  # relabelled copies per transition
+    her_k: int = 4  # relabelled goals per real one: a share k / (k + 1) of each batch is relabelled
     normalize_obs: bool = True  # running mean/std of the observations collected (in the policy, saved with it)
     log_every: int = 5_000  # env steps between metrics rows (and checkpoints)
     worker_steps: int = 8  # with --workers: vector steps each worker collects per round (then their updates)
@@ -285,7 +285,6 @@ class SAC:
             env.compute_reward,
             cfg.her,
             cfg.her_k,
-            seed,
         )
 
     def _grad_step(self, loss: torch.Tensor, params: list[nn.Parameter]) -> None:

@@ -1,6 +1,7 @@
-"""Hindsight experience replay (policies/her.py): whole episodes stored as they happened plus relabelled copies
-whose goals the episode achieved (later steps for "future", the last for "final"), rewards recomputed by the
-environment's function; SAC+HER learns FetchReach where the sparse reward alone gives it little to go on."""
+"""Hindsight experience replay (policies/her.py): whole episodes stored as they happened; batches drawn with a
+share k / (k + 1) relabelled, each time afresh, by goals the episode achieved (later steps for "future", the last
+for "final"), rewards recomputed by the environment's function, also across the ring's wrap; SAC+HER learns
+FetchReach where the sparse reward alone gives it little to go on."""
 
 import json
 
@@ -28,24 +29,53 @@ def episode_rows(env: int, T: int):
         }
 
 
+def fill(buf: HERBuffer, T: int, episodes: int) -> None:
+    """``episodes`` episodes of one env, episode e's achieved goals 10·e + t (``episode_rows``' env label)."""
+    for e in range(episodes):
+        for i, r in enumerate(episode_rows(e, T)):
+            buf.add_step(np.array([i == T - 1]), **r)
+
+
 @pytest.mark.parametrize("strategy", ["future", "final"])
-def test_episodes_enter_whole_with_goals_they_achieved(strategy):
+def test_batches_are_relabelled_afresh_with_goals_the_episode_achieved(strategy):
     buf = HERBuffer(1000, 3, 2, n_envs=1, layout=LAYOUT, compute_reward=reached, strategy=strategy, k=3)
-    rows = list(episode_rows(0, 5))
-    for i, r in enumerate(rows):
-        buf.add_step(np.array([i == 4]), **r)
-    assert buf.size == 5 + 15 and buf.lengths[0] == 0  # the episode, then 3 relabelled copies of each step
-    real, relabelled = {k: v[:5] for k, v in buf.data.items()}, {k: v[5:20] for k, v in buf.data.items()}
-    assert (real["obs"][:, 2] == 99).all() and (real["rewards"] == -1).all()
-    t = relabelled["obs"][:, 0].astype(int)  # the step each copy is of
-    goal = relabelled["obs"][:, 2]
-    np.testing.assert_array_equal(relabelled["next_obs"][:, 2], goal)  # the same goal in obs and next_obs
+    fill(buf, 5, 1)
+    assert buf.size == 5 and buf.lengths[0] == 0  # the episode as it happened, nothing added
+    np.testing.assert_array_equal(buf.data["to_end"][:5], [4, 3, 2, 1, 0])
+    assert (buf.data["obs"][:5, 2] == 99).all()
+    b = {k: v.numpy() for k, v in buf.sample(4000, np.random.default_rng(0), "cpu").items()}
+    assert (buf.data["obs"][:5, 2] == 99).all()  # the ring is not touched
+    t, goal = b["obs"][:, 0].astype(int), b["obs"][:, 2]
+    relabelled = goal != 99
+    assert abs(relabelled.mean() - 0.75) < 0.03  # k / (k + 1)
+    np.testing.assert_array_equal(b["next_obs"][:, 2], goal)  # the same goal in obs and next_obs
     if strategy == "final":
-        assert (goal == 5).all()  # the last next-achieved goal
+        assert (goal[relabelled] == 5).all()  # the last next-achieved goal
     else:
-        assert ((goal >= t + 1) & (goal <= 5)).all()  # a later achieved goal of the same episode
-    np.testing.assert_array_equal(relabelled["rewards"], reached(relabelled["next_obs"][:, 1:2], goal[:, None]))
-    assert (relabelled["rewards"][goal == t + 1] == 0).all()  # the goal it reached at once: success
+        g, s = goal[relabelled], t[relabelled]
+        assert ((g >= s + 1) & (g <= 5)).all()  # a later achieved goal of the same episode
+        assert len({(a, b) for a, b in zip(s, g)}) == 15  # every (step, future) pair drawn: fresh goals each time
+    np.testing.assert_array_equal(b["rewards"], reached(b["next_obs"][:, 1:2], goal[:, None]))
+    assert (b["rewards"][relabelled & (goal == t + 1)] == 0).all()  # the goal it reached at once: success
+    assert (b["rewards"][~relabelled] == -1).all()
+
+
+def test_futures_stay_in_their_episode_across_the_ring_wrap_and_a_saved_buffer(tmp_path):
+    buf = HERBuffer(12, 3, 2, n_envs=1, layout=LAYOUT, compute_reward=reached, k=4)
+    fill(buf, 5, 3)  # 15 rows into 12: the third episode wraps, the first lost its head
+    assert buf.size == 12 and buf.ptr == 3
+    for b in (buf, HERBuffer(12, 3, 2, 1, LAYOUT, reached, k=4)):
+        if b is not buf:
+            buf.save(tmp_path / "replay.safetensors")
+            b.restore(tmp_path / "replay.safetensors")
+        s = {k: v.numpy() for k, v in b.sample(3000, np.random.default_rng(1), "cpu").items()}
+        achieved, goal = s["obs"][:, 1], s["obs"][:, 2]  # achieved 10·e + t
+        r = goal != 99
+        assert ((goal[r] >= achieved[r] + 1) & (goal[r] <= achieved[r] // 10 * 10 + 5)).all()  # its own episode
+        wrapped = (
+            r & (achieved >= 20) & (achieved <= 21)
+        )  # episode 2's first rows, at the ring's end: their futures at its start
+        assert set(goal[wrapped].astype(int)) == {21, 22, 23, 24, 25}
 
 
 def test_envs_keep_their_own_episodes_and_bad_layouts_are_refused():
