@@ -130,24 +130,24 @@ class JobStore:
         return name in self.results
 
     def claim(self, name: str) -> str | None:
-        """Claim job ``name`` for this process: None when claimed (a dead process's claim on this host is taken
-        over), else who holds it ("pid P on HOST")."""
+        """Claim job ``name`` for this process: None when claimed (a dead process's claim on this host, or an
+        unreadable one, is taken over), else who holds it ("pid P on HOST")."""
         path = self._claim_path(name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        for _ in range(3):
-            try:
-                with open(path, "x") as f:
-                    json.dump(_me(), f)
-                return None
-            except FileExistsError:
-                owner = _owner(path)
-                if owner is None:  # being written or removed this instant: look again
-                    time.sleep(0.05)
-                elif owner == _me() or _dead(owner):
-                    path.unlink(missing_ok=True)
-                else:
-                    return f"pid {owner['pid']} on {owner['host']}"
-        return "another process"
+        mine = write_atomic(path.with_name(f"{path.name}.{os.getpid()}"), json.dumps(_me()))
+        try:
+            for _ in range(3):
+                try:
+                    os.link(mine, path)  # exclusive, and never a half-written claim
+                    return None
+                except FileExistsError:
+                    owner = _owner(path)
+                    if owner is None or owner == _me() or _dead(owner):
+                        path.unlink(missing_ok=True)
+                    else:
+                        return f"pid {owner['pid']} on {owner['host']}"
+            return "another process"
+        finally:
+            mine.unlink()
 
     def release(self, name: str) -> None:
         """Drop this process's claim on job ``name`` (if it holds one)."""
@@ -321,7 +321,7 @@ def _dead(owner: dict) -> bool:
     except ProcessLookupError:
         return True
     except PermissionError:  # another user's live process
-        return False
+        pass
     return False
 
 
