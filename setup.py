@@ -37,7 +37,8 @@ for package, folder in ROOTS.items():
 # model files, motion clips and PDDL under assets/ live in plain folders, not packages
 package_data = {
     "embody.assets": ["**/*.xml", "**/*.urdf", "**/*.yaml", "**/*.json", "**/*.pddl", "**/*.npz", "**/*.safetensors"],
-    "embody.papers": ["*/specs/*.yaml"],  # hand-written spec files a method ships (backdoor triggers)
+    # hand-written spec files a method ships (backdoor triggers); its committed policies (ALMI's checkpoint)
+    "embody.papers": ["*/specs/*.yaml", "*/policies/*/*.yaml", "*/policies/*/*.json", "*/policies/*/*/*"],
     "embody.benchmarks": ["peers/*.py"],  # peer scripts run in the peers' own environments
 }
 

@@ -25,6 +25,8 @@ def test_regular_install_has_the_namespace_and_assets(tmp_path):
         "import embody.robots, embody.sims, embody.policies, embody.planners, embody.hardware; "
         "from embody.robots import get_robot; "
         "paths = [get_robot(n).mjcf for n in ('h1_2', 'cartpole')]; "
+        "from embody.papers.almi import POLICY; "  # a method's committed checkpoint ships too
+        "paths += [POLICY / 'config.yaml', POLICY / 'checkpoint' / 'model.safetensors']; "
         "assert all(p.is_file() and str(p).startswith(sys.argv[1]) for p in paths), paths; print('ok')"
     )
     r = subprocess.run(

@@ -2,6 +2,8 @@
 policy tracks, in the task and in a deploy session driven by posted keyboard events."""
 
 import os
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -82,3 +84,31 @@ def test_a_deploy_session_takes_posted_keyboard_events_as_hand_targets(tmp_path)
     obs = load(tmp_path / "ds").episode(0)["embody.observation"]
     reference = obs[:, 77 + 6 : 77 + 15]  # the tracked joints' reference − q0, in the upper observation
     assert np.abs(reference[-1]).max() > np.abs(reference[0]).max() + 0.05  # it moved with the key held
+
+
+def test_the_committed_almi_policy_walks_forward_while_boxing():
+    """The committed checkpoint (paper-scale study, seed 0) against today's tasks: 5 s at 0.5 m/s forward with a
+    clip of a family no stage trained on (boxing), randomization off: no fall, and forward progress (a regression
+    guard; its numbers and its deploy status are in the README)."""
+    import torch
+
+    from embody.papers.almi import POLICY
+    from embody.robots.motion import generate_library
+    from embody.runs import build_env, load_run, load_run_checkpoint
+
+    cfg, _ = load_run(POLICY)
+    cfg.env["randomization"]["enabled"] = False
+    clip = generate_library(get_robot("h1_2"), seed=0, families=("boxing",))[0]
+    cfg.env["motion"]["clip"] = str(clip.save(Path(tempfile.mkdtemp()) / "boxing.safetensors"))
+    env = build_env(cfg, n_envs=2, seed=0, evaluation=True)
+    policy = load_run_checkpoint(POLICY, expect=env).policy
+    env.reset()
+    start = env.sim.state().privileged.base_pos.copy()
+    for _ in range(250):
+        env.task.set_commands(np.arange(2), np.tile([0.5, 0.0, 0.0], (2, 1)))  # as `embody deploy --command`
+        obs = env.task.observe(env.sim.state())
+        _, _, terminated, truncated, _ = env.step(policy.act(torch.as_tensor(obs)).numpy())
+        assert not (terminated | truncated).any()
+    covered = env.sim.state().privileged.base_pos[:, 0] - start[:, 0]
+    env.close()
+    assert (covered > 0.5).all(), covered
