@@ -2,6 +2,7 @@
 policy tracks, in the task and in a deploy session driven by posted keyboard events."""
 
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -112,3 +113,49 @@ def test_the_committed_almi_policy_walks_forward_while_boxing():
     covered = env.sim.state().privileged.base_pos[:, 0] - start[:, 0]
     env.close()
     assert (covered > 0.5).all(), covered
+
+
+def _deploy_committed(tmp_path, teleop: str | None) -> tuple[dict, np.ndarray]:
+    """The committed checkpoint on robot-sim over loopback DDS for 20 s at 0.5 m/s forward, the upper body on a
+    boxing clip (a family no stage trained on) or on a teleop device; the summary and where the robot ended."""
+    from embody.hardware.deploy import DeployConfig, deploy
+    from embody.papers.almi import POLICY
+    from embody.robots.motion import generate_library
+
+    clip = generate_library(get_robot("h1_2"), seed=0, families=("boxing",))[0].save(tmp_path / "boxing.safetensors")
+    cfg = DeployConfig(
+        robot="h1_2", domain=140 + os.getpid() % 30, duration_s=20.0, teleop=teleop, record=tmp_path / "ds"
+    )
+    summary = deploy(POLICY, cfg, [f"env.motion.clip={clip}"], commands=np.array([0.5, 0.0, 0.0]))
+    assert summary["exit_code"] == 0 and summary["fault"] is None, summary
+    assert summary["policy_steps"] > 950, summary  # 20 s at 50 Hz
+    faults = [k for k in ("faults", "fall", "over_speed", "stale_state") if summary["counters"][k]]
+    assert not faults, summary["counters"]
+    end = re.search(r"'base_pos_m': \[([^\]]+)\]", summary["robot_sim"]).group(1)
+    return summary, np.array([float(x) for x in end.split(",")])
+
+
+@pytest.mark.slow
+def test_the_committed_almi_policy_deploys_20_s_walking_while_boxing(tmp_path):
+    """The issue's deploy check: no supervisor fault, and it walks forward, upright (5.6-5.8 m measured)."""
+    _, end = _deploy_committed(tmp_path, teleop=None)
+    assert end[0] > 2.0 and end[2] > 0.9, end
+
+
+@pytest.mark.slow
+def test_the_committed_almi_policy_deploys_20_s_under_keyboard_teleop(tmp_path):
+    """The same in a teleop session: a posted, held Up key takes the left hand's target 0.3 m forward (the reach
+    limit) within 1.2 s and keeps it there; no fault, upright. It does not walk forward so (measured: 0.4 m back,
+    1.4 m to the right; README)."""
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    pygame = pytest.importorskip("pygame")
+    from embody.datasets.format import load
+    from embody.hardware.teleop import init_pygame
+
+    init_pygame()
+    pygame.event.clear()
+    pygame.event.post(pygame.event.Event(pygame.KEYDOWN, key=pygame.K_UP, mod=0, unicode="", scancode=0))
+    _, end = _deploy_committed(tmp_path, teleop="keyboard")
+    assert end[2] > 0.9, end
+    reference = load(tmp_path / "ds").episode(0)["embody.observation"][:, 77 + 6 : 77 + 15]
+    assert np.abs(reference[-1]).max() > np.abs(reference[0]).max() + 0.05  # the hand's reference moved
