@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from embody import exits
-from embody.commands import add_set, any_int, positive_float, positive_int
+from embody.commands import add_set, any_int, nonneg_int, positive_float, positive_int
 
 
 def _common(p: argparse.ArgumentParser, out: str, what: str) -> None:
@@ -27,6 +27,14 @@ def _common(p: argparse.ArgumentParser, out: str, what: str) -> None:
 def train_arguments(p: argparse.ArgumentParser) -> None:
     _common(p, "runs/almi", "the whole-body run; stages under DIR/stages")
     p.add_argument("--no-curricula", action="store_true", help="clips at full amplitude from the whole library")
+    p.add_argument(
+        "--deploy-steps",
+        type=nonneg_int,
+        default=0,
+        metavar="N",
+        help="a last lower stage of N env steps against the joint velocity limits, for embody deploy "
+        "(5600000 made the committed checkpoint); 0: none",
+    )
 
 
 def run_train(args) -> int:
@@ -34,7 +42,7 @@ def run_train(args) -> int:
     from .train import make_config, train_almi
 
     t0 = time.perf_counter()
-    cfg = make_config(args.scale, args.seed, args.set, curricula=not args.no_curricula)
+    cfg = make_config(args.scale, args.seed, args.set, not args.no_curricula, args.deploy_steps)
     summary = train_almi(cfg, Path(args.out), _log)
     print(json.dumps(summary, indent=2))
     _log(f"almi: whole-body run in {args.out} ({time.perf_counter() - t0:.0f} s)")

@@ -1,5 +1,10 @@
 """ALMI's alternation: lower-1 → upper-1 → lower-2 → upper-2 …, then one whole-body run.
 
+With ``deploy_steps``, a last lower stage (``lower-deploy``) fine-tunes the legs against the joint velocity
+limits, whose 1.2× the deploy supervisor faults on: issue 19's penalty past 0.8 of each limit, inside the step
+reward's clip at 0 for the first half of its steps and outside it for the second (at full weight from the start
+it unlearns walking). Without it the paper-scale policy slaps an ankle past the limit 0.16 s into a deploy.
+
 Each stage is an ordinary ``embody train`` run under ``OUT/stages/<stage>``: it starts from its own part's previous
 stage (``init_from``) and drives the other part with that part's latest frozen policy. A stage whose run holds an
 ``eval.json`` is done and is skipped, so an interrupted ``embody almi train`` resumes. The last lower and upper
@@ -32,6 +37,7 @@ class AlmiTrainConfig:
     curricula: bool = True  # False: the clips at full amplitude from the whole library (a baseline)
     video: bool = True
     overrides: list[str] = field(default_factory=list)  # key=value for every stage's and the final run's config
+    deploy_steps: int = 0  # env steps of the lower-deploy stage (module docstring); 0: none
 
 
 SCALES = {
@@ -42,10 +48,23 @@ SCALES = {
 }
 
 
-def make_config(scale: str, seed: int = 0, overrides: list[str] = (), curricula: bool = True) -> AlmiTrainConfig:
+def make_config(
+    scale: str, seed: int = 0, overrides: list[str] = (), curricula: bool = True, deploy_steps: int = 0
+) -> AlmiTrainConfig:
     if scale not in SCALES:
         raise ConfigError(f"unknown scale {scale!r}; valid: {', '.join(SCALES)}")
-    return replace(SCALES[scale], seed=seed, overrides=list(overrides), curricula=curricula)
+    return replace(SCALES[scale], seed=seed, overrides=list(overrides), curricula=curricula, deploy_steps=deploy_steps)
+
+
+def speed_limit_env(steps: int) -> dict[str, str]:
+    """The lower-deploy stage's env settings for a stage of ``steps`` env steps (module docstring)."""
+    return {
+        "reward_weights.dof_vel_limits": "-5.0",
+        "legged.soft_velocity_limit": "0.8",
+        "penalty_curriculum.initial": "1.0",  # full weights at once: the walking policy survives them
+        "legged.unclipped": "[dof_vel_limits]",
+        "legged.unclipped_from_steps": str(steps // 2),
+    }
 
 
 def stage_config(cfg: AlmiTrainConfig, task: str, env: dict[str, str | None]) -> TrainConfig:
@@ -65,16 +84,24 @@ def train_almi(cfg: AlmiTrainConfig, out: Path, log=print) -> dict:
     for r in range(1, cfg.rounds + 1):
         lower = _stage(cfg, out, f"lower-{r}", "almi-lower", lower, {"upper_policy": upper}, log)
         upper = _stage(cfg, out, f"upper-{r}", "almi-upper", upper, {"lower_policy": lower}, log)
+    if cfg.deploy_steps:
+        env = {"upper_policy": upper, **speed_limit_env(cfg.deploy_steps)}
+        lower = _stage(cfg, out, "lower-deploy", "almi-lower", lower, env, log, steps=cfg.deploy_steps)
     return compose(lower, upper, out, cfg)
 
 
-def _stage(cfg: AlmiTrainConfig, out: Path, name: str, task: str, previous: Path | None, env: dict, log) -> Path:
+def _stage(
+    cfg: AlmiTrainConfig, out: Path, name: str, task: str, previous: Path | None, env: dict, log, steps: int = 0
+) -> Path:
+    """One stage's run (``steps``: its env-step budget instead of the scale's steps and time)."""
     run = out / "stages" / name
     if (run / EVAL).is_file():
         log(f"{name}: done ({run})")
         return run
     t = stage_config(cfg, task, {k: None if v is None else str(v) for k, v in env.items()})
     t.init_from = None if previous is None else str(previous)
+    if steps:
+        t.steps, t.max_time_s = steps, 0.0
     log(f"{name}: training {task} into {run}")
     train(t, run)
     return run

@@ -161,6 +161,26 @@ def test_the_tiny_alternation_runs_end_to_end_and_resumes(tmp_path, capsys):
     assert capsys.readouterr().err.count(": done (") == 4
 
 
+@pytest.mark.slow
+def test_deploy_steps_add_a_lower_stage_against_the_joint_velocity_limits(tmp_path):
+    """The stage the committed checkpoint went through: the speed penalty, unclipped after half its steps, from
+    the last lower stage with the last upper part frozen; the whole-body run composes its legs."""
+    import json
+
+    from embody.cli import main
+    from embody.runs import load_run
+
+    out = tmp_path / "almi"
+    assert main(["almi", "train", "--scale", "tiny", "--out", str(out), "--deploy-steps", "512"]) == 0
+    cfg, _ = load_run(out / "stages" / "lower-deploy")
+    assert cfg.steps == 512 and cfg.init_from == str(out / "stages" / "lower-2")
+    assert cfg.env["upper_policy"] == str(out / "stages" / "upper-2")
+    assert cfg.env["reward_weights"]["dof_vel_limits"] == -5.0
+    assert cfg.env["legged"]["unclipped"] == ["dof_vel_limits"] and cfg.env["legged"]["unclipped_from_steps"] == 256
+    meta = json.loads((out / "checkpoint" / "checkpoint.json").read_text())
+    assert json.dumps(meta).count(str(out / "stages" / "lower-deploy")) == 1  # the composite's legs
+
+
 def test_eval_reports_each_method_on_held_out_motions(tmp_path, capsys):
     import json
 
