@@ -7,6 +7,7 @@ discount (0.95, the HER papers'), "future" relabelling at sampling time (k = 4: 
 deterministic episodes is measured every ``--every`` env steps. Reported: success vs env steps per side (mean
 over seeds), wall time and env-steps/s, in one run. Each (task, seed, side) is a job kept in ``--out``'s job
 store as it finishes, so a long comparison runs as seed jobs (``--seed S``, ``--workers``) and resumes.
+``--init torch`` starts embody's networks from ``nn.Linear``'s initialization, as SB3's are, instead of orthogonal.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def settings(args) -> dict:
         "learning_starts": 1000,
         "utd": args.utd,
         "her_k": 4,
+        "init": args.init,
     }
 
 
@@ -48,7 +50,8 @@ def run_ours(s: dict, seed: int) -> dict:
     torch.manual_seed(seed)
     env, probe = GymnasiumEnv(s["task"], s["envs"], seed), GymnasiumEnv(s["task"], 1, seed + 1000)
     cfg = embody_config(s, buffer_size=s["steps"], her="future", her_k=s["her_k"])
-    sac = SAC(env, SACPolicy(env.observation_size, env.action_size, s["hidden"]), cfg, seed=seed)
+    policy = SACPolicy(env.observation_size, env.action_size, s["hidden"], init=s["init"])
+    sac = SAC(env, policy, cfg, seed=seed)
     curve, returns, losses, start = [], [], [], time.perf_counter()
     while sac.env_steps < s["steps"]:
         before = sac.env_steps
@@ -128,6 +131,7 @@ def main(argv: list[str]) -> int:
 
     from embody.benchmarks import save_results
     from embody.jobs import Job, JobStore, run_jobs
+    from embody.policies.networks import INITS
 
     p = argparse.ArgumentParser(
         prog="embody bench her", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -142,6 +146,12 @@ def main(argv: list[str]) -> int:
     p.add_argument("--eval", type=int, default=20, help="episodes per success measurement")
     p.add_argument("--hidden", type=int, nargs="+", default=[256, 256])
     p.add_argument("--workers", type=int, default=1, help="runs at once (one torch thread each)")
+    p.add_argument(
+        "--init",
+        choices=INITS,
+        default="orthogonal",
+        help="embody's initial weights (SB3's are torch's); a folder holding runs of the other: use another --out",
+    )
     p.add_argument("--out", help="the results folder (resumed when it holds runs)")
     args = p.parse_args(argv)
     s = settings(args)

@@ -31,7 +31,7 @@ from embody.config import ConfigError, apply_overrides, from_dict, load_yaml, to
 from embody.files import write_atomic
 from embody.policies.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from embody.policies.evaluate import evaluate
-from embody.policies.networks import PRECISIONS
+from embody.policies.networks import INITS, PRECISIONS
 from embody.sims.gymnasium_env import PREFIX
 from embody.sims.task import Task
 from embody.sims.tasks import TASKS
@@ -57,6 +57,8 @@ def build_env(
     ``gym.make`` keyword arguments). ``cfg.pixels``: frame-stacked images of ``cfg.pixel_source`` as the observation."""
     if cfg.pixels and cfg.pixel_precision not in PRECISIONS:  # refused before any run folder is made
         raise ConfigError(f"pixel_precision: {cfg.pixel_precision!r} is not one of {', '.join(PRECISIONS)}")
+    if cfg.sac.init not in INITS:
+        raise ConfigError(f"sac.init: {cfg.sac.init!r} is not one of {', '.join(INITS)}")
     env = _build_env(cfg, n_envs, sim, seed, evaluation)
     if cfg.pixels:
         from embody.sims.pixels import make_pixel_env

@@ -56,6 +56,7 @@ def train_sac(cfg, out: Path, resume: bool = False, teacher: Teacher | None = No
             cfg.sac.init_alpha,
             list(env.pixel_shape) if cfg.pixels else None,
             cfg.pixel_precision,
+            cfg.sac.init,
         )
     )
     if not isinstance(policy, SACPolicy):

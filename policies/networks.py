@@ -6,18 +6,29 @@ import torch
 from torch import nn
 
 ACTIVATIONS = {"elu": nn.ELU, "tanh": nn.Tanh, "relu": nn.ReLU, "silu": nn.SiLU}
+# orthogonal: weights orthogonal with gain √2 (the last layer ``out_gain``), biases 0 (rsl_rl, MuJoCo Playground);
+# torch: ``nn.Linear``'s own, weights and biases uniform in ±1/√fan_in (Stable-Baselines3's SAC, CleanRL's)
+INITS = ("orthogonal", "torch")
 
 
-def mlp(sizes: list[int], activation: str = "elu", out_gain: float = 1.0) -> nn.Sequential:
-    """Linear layers of ``sizes`` with ``activation`` between them (none after the last)."""
+def check_init(init: str) -> str:
+    if init not in INITS:
+        raise ValueError(f"unknown init {init!r}; valid: {', '.join(INITS)}")
+    return init
+
+
+def mlp(sizes: list[int], activation: str = "elu", out_gain: float = 1.0, init: str = "orthogonal") -> nn.Sequential:
+    """Linear layers of ``sizes`` with ``activation`` between them (none after the last), initialized by ``init``."""
     if activation not in ACTIVATIONS:
         raise ValueError(f"unknown activation {activation!r}; valid: {sorted(ACTIVATIONS)}")
+    check_init(init)
     layers: list[nn.Module] = []
     for i in range(len(sizes) - 1):
         lin = nn.Linear(sizes[i], sizes[i + 1])
         last = i == len(sizes) - 2
-        nn.init.orthogonal_(lin.weight, out_gain if last else 2**0.5)
-        nn.init.zeros_(lin.bias)
+        if init == "orthogonal":
+            nn.init.orthogonal_(lin.weight, out_gain if last else 2**0.5)
+            nn.init.zeros_(lin.bias)
         layers.append(lin)
         if not last:
             layers.append(ACTIVATIONS[activation]())
@@ -60,17 +71,20 @@ class EnsembleMLP(nn.Module):
     squeezed). Layer weights (members, in, out) run through one ``baddbmm`` per layer, so the ensemble costs one
     forward and one backward pass (SAC's twin critics, a preference reward ensemble)."""
 
-    def __init__(self, sizes: list[int], members: int, activation: str = "relu"):
+    def __init__(self, sizes: list[int], members: int, activation: str = "relu", init: str = "orthogonal"):
         super().__init__()
-        self.sizes, self.members, self.activation = list(sizes), members, activation
+        self.sizes, self.members, self.activation, self.init = list(sizes), members, activation, check_init(init)
         self.weights = nn.ParameterList()
         self.biases = nn.ParameterList()
         for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
-            w = torch.empty(members, b, a)
-            for k in range(members):  # as ``mlp``: orthogonal, gain √2 inside and 1 on the output layer
-                nn.init.orthogonal_(w[k], 1.0 if i == len(sizes) - 2 else 2**0.5)
+            w, bias = torch.empty(members, b, a), torch.zeros(members, 1, b)
+            if init == "torch":  # as ``mlp``'s: nn.Linear's bounds
+                w.uniform_(-(a**-0.5), a**-0.5), bias.uniform_(-(a**-0.5), a**-0.5)
+            else:  # orthogonal, gain √2 inside and 1 on the output layer
+                for k in range(members):
+                    nn.init.orthogonal_(w[k], 1.0 if i == len(sizes) - 2 else 2**0.5)
             self.weights.append(nn.Parameter(w.transpose(1, 2).contiguous()))
-            self.biases.append(nn.Parameter(torch.zeros(members, 1, b)))
+            self.biases.append(nn.Parameter(bias))
         self.act = ACTIVATIONS[activation]()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -53,6 +53,7 @@ class SACConfig:
     learning_starts: int = 5_000  # env steps of uniform random actions first
     utd: float = 0.25  # gradient steps per env step
     init_alpha: float = 1.0  # the temperature a new policy starts from
+    init: str = "orthogonal"  # a new policy's weights: orthogonal | torch (networks.INITS; SB3's SAC: torch)
     target_entropy: float | None = None  # None: −action size
     her: str = "none"  # none | future | final: hindsight relabelling (goal environments, policies/her.py)
     her_k: int = 4  # relabelled goals per real one: a share k / (k + 1) of each batch is relabelled
@@ -80,17 +81,18 @@ class SACPolicy(nn.Module):
         init_alpha: float = 1.0,
         pixels: list[int] | None = None,
         pixel_precision: str = "float32",
+        init: str = "orthogonal",
     ):
         super().__init__()
         self.obs_size, self.action_size, self.pixels = obs_size, action_size, list(pixels) if pixels else None
         self.pixel_precision = pixel_precision
         self.normalize_obs = normalize_obs and not pixels
-        self.hidden, self.activation = list(hidden or [256, 256]), activation
+        self.hidden, self.activation, self.init = list(hidden or [256, 256]), activation, init
         self.obs_norm = Normalizer(obs_size) if self.normalize_obs else nn.Identity()
         self.encoder = PixelEncoder(tuple(self.pixels), precision=pixel_precision) if self.pixels else None
         size = PixelEncoder.FEATURES if self.pixels else obs_size
-        self.actor = mlp([size, *self.hidden, 2 * action_size], activation)
-        self.critics = EnsembleMLP([size + action_size, *self.hidden, 1], 2, activation)
+        self.actor = mlp([size, *self.hidden, 2 * action_size], activation, init=init)
+        self.critics = EnsembleMLP([size + action_size, *self.hidden, 1], 2, activation, init)
         self.targets = copy.deepcopy(self.critics).requires_grad_(False)
         self.init_alpha = init_alpha
         self.log_alpha = nn.Parameter(torch.tensor(math.log(init_alpha)))
@@ -105,6 +107,7 @@ class SACPolicy(nn.Module):
             "init_alpha": self.init_alpha,
             "pixels": self.pixels,
             "pixel_precision": self.pixel_precision,
+            "init": self.init,
         }
 
     @classmethod
@@ -147,7 +150,7 @@ class SACPolicy(nn.Module):
     def reset_critics(self) -> None:
         """Fresh critics and targets (PEBBLE, once the reward it learned replaces the exploration reward)."""
         c = self.critics
-        self.critics.load_state_dict(EnsembleMLP(c.sizes, c.members, c.activation).state_dict())
+        self.critics.load_state_dict(EnsembleMLP(c.sizes, c.members, c.activation, c.init).state_dict())
         self.targets.load_state_dict(self.critics.state_dict())
 
     def param_groups(self) -> dict[str, list[nn.Parameter]]:

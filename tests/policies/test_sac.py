@@ -89,6 +89,35 @@ def test_soft_targets_stop_at_terminals_and_the_temperature_tracks_the_entropy()
     assert alphas[-1] < alphas[0] == pytest.approx(1.0)
 
 
+def test_the_torch_init_is_nn_linears_for_actor_and_critics_and_is_saved_with_the_policy(tmp_path):
+    """``init="torch"`` (SB3's SAC): every layer's weights and biases uniform within ±1/√fan_in, the critics'
+    batched layers as the actor's; the default stays orthogonal; a new set of critics keeps the choice."""
+    from embody.policies.checkpoint import load_checkpoint, save_checkpoint
+
+    torch.manual_seed(0)
+    policy = SACPolicy(40, 4, [256, 256], init="torch")
+    layers = [(m.weight.T, m.bias) for m in policy.actor if isinstance(m, torch.nn.Linear)]
+    layers += [(w[k], b[k, 0]) for w, b in zip(policy.critics.weights, policy.critics.biases) for k in range(2)]
+    layers = [(w.detach(), b.detach()) for w, b in layers]
+    for w, b in layers:
+        bound = w.shape[0] ** -0.5  # (in, out)
+        assert float(w.abs().max()) <= bound and float(b.abs().max()) <= bound
+        assert float(w.std()) == pytest.approx(bound / 3**0.5, rel=0.1)  # uniform, not clustered at 0
+    orthogonal = SACPolicy(40, 4, [256, 256]).critics.weights[1][0]  # (in, out), gain √2
+    torch.testing.assert_close(orthogonal.T @ orthogonal, 2 * torch.eye(256), atol=1e-4, rtol=0)
+    policy.reset_critics()
+    assert policy.critics.weights[0].abs().max() <= 44**-0.5
+    save_checkpoint(tmp_path / "ckpt", policy, {"task": "t"})
+    assert load_checkpoint(tmp_path / "ckpt").policy.init == "torch"
+    with pytest.raises(ValueError, match="unknown init 'xavier'; valid: orthogonal, torch"):
+        SACPolicy(40, 4, init="xavier")
+    from embody.runs import build_env
+    from embody.train import TrainConfig
+
+    with pytest.raises(ValueError, match="sac.init: 'xavier' is not one of orthogonal, torch"):  # before a run folder
+        build_env(TrainConfig(task="cartpole-swingup", algo="sac", sac=SACConfig(init="xavier")))
+
+
 def test_train_with_sac_writes_a_run_and_resumes_with_its_buffer(tmp_path, capsys):
     from embody.cli import main
     from embody.runs import load_run_checkpoint
