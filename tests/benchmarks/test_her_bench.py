@@ -27,3 +27,5 @@ def test_a_short_her_bench_measures_both_sides_as_resumable_seed_jobs(tmp_path, 
 
     with pytest.raises(ValueError, match="another configuration"):
         main(argv + ["--seed", "0", "--utd", "1"])
+    with pytest.raises(ValueError, match=r"\(init differ\)"):  # torch's initialization: another folder
+        main(argv + ["--seed", "0", "--init", "torch"])
