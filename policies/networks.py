@@ -79,7 +79,8 @@ class EnsembleMLP(nn.Module):
         for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
             w, bias = torch.empty(members, b, a), torch.zeros(members, 1, b)
             if init == "torch":  # as ``mlp``'s: nn.Linear's bounds
-                w.uniform_(-(a**-0.5), a**-0.5), bias.uniform_(-(a**-0.5), a**-0.5)
+                w.uniform_(-(a**-0.5), a**-0.5)
+                bias.uniform_(-(a**-0.5), a**-0.5)
             else:  # orthogonal, gain √2 inside and 1 on the output layer
                 for k in range(members):
                     nn.init.orthogonal_(w[k], 1.0 if i == len(sizes) - 2 else 2**0.5)
