@@ -18,6 +18,7 @@ those whose process has died (same host). A claim from another host is honoured 
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import json
 import os
@@ -26,6 +27,7 @@ import socket
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -140,11 +142,14 @@ class JobStore:
                     os.link(mine, path)  # exclusive, and never a half-written claim
                     return None
                 except FileExistsError:
-                    owner = _owner(path)
-                    if owner is None or owner == _me() or _dead(owner):
-                        path.unlink(missing_ok=True)
-                    else:
-                        return f"pid {owner['pid']} on {owner['host']}"
+                    with self._takeover_lock():  # so no process removes a claim made after it looked
+                        if not path.exists():
+                            continue
+                        owner = _owner(path)
+                        if owner is None or owner == _me() or _dead(owner):
+                            path.unlink()
+                        else:
+                            return f"pid {owner['pid']} on {owner['host']}"
             return "another process"
         finally:
             mine.unlink()
@@ -156,6 +161,15 @@ class JobStore:
 
     def _claim_path(self, name: str) -> Path:
         return self.root / "jobs" / f".{name}.claim"
+
+    @contextmanager
+    def _takeover_lock(self):
+        fd = os.open(self.root / "jobs", os.O_RDONLY)  # the folder itself: no lock file left behind
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
 
 
 class Backend(Protocol):
@@ -250,7 +264,11 @@ def run_jobs(
             if store.refresh(job.name):
                 results[job.name] = store.results[job.name]
             elif (owner := store.claim(job.name)) is None:
-                yield job
+                if store.refresh(job.name):  # finished by another process between the check and the claim
+                    store.release(job.name)
+                    results[job.name] = store.results[job.name]
+                else:
+                    yield job
             else:
                 if job.name not in told:
                     log(f"{label}: {job.name} is running in {owner}: left to it, awaited at the end")

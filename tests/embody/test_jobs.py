@@ -180,3 +180,19 @@ def test_two_processes_share_one_study_folder(tmp_path):
     assert len(list(calls.iterdir())) == 6
     assert len(JobStore(tmp_path / "shared", {"study": "kill"}).results) == 6
     assert not list((tmp_path / "shared" / "jobs").glob(".*"))
+
+
+def test_a_job_finished_between_the_check_and_the_claim_is_not_run_again(tmp_path, monkeypatch):
+    """The race CI once hit: another process writes the result and drops its claim just after this one looked."""
+    calls = tmp_path / "calls"
+    calls.mkdir()
+    monkeypatch.setenv("JOBS_TEST_CALLS", str(calls))
+    job = Job("seed0-a", {"seed": 0, "x": 2})
+
+    class Racing(JobStore):
+        def claim(self, name):
+            JobStore(self.root, FP).put(job, {"y": -1})  # the other process, finishing first
+            return super().claim(name)
+
+    assert run_jobs(square, [job], Racing(tmp_path / "s", FP), log=quiet) == {"seed0-a": {"y": -1}}
+    assert not list(calls.iterdir()) and not list((tmp_path / "s" / "jobs").glob(".*"))
