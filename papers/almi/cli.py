@@ -27,12 +27,16 @@ def _common(p: argparse.ArgumentParser, out: str, what: str) -> None:
 def train_arguments(p: argparse.ArgumentParser) -> None:
     _common(p, "runs/almi", "the whole-body run; stages under DIR/stages")
     p.add_argument("--no-curricula", action="store_true", help="clips at full amplitude from the whole library")
+    _deploy_steps(p, "a last lower stage")
+
+
+def _deploy_steps(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument(
         "--deploy-steps",
         type=nonneg_int,
         default=0,
         metavar="N",
-        help="a last lower stage of N env steps against the joint velocity limits, for embody deploy "
+        help=f"{what} of N env steps against the joint velocity limits, for embody deploy "
         "(5600000 made the committed checkpoint); 0: none",
     )
 
@@ -98,6 +102,7 @@ def run_eval(args) -> int:
 def study_arguments(p: argparse.ArgumentParser) -> None:
     _common(p, "runs/almi-study", "DIR/<method>/seed<S> runs; results.json, report.md, plot")
     p.add_argument("--seeds", type=positive_int, default=1, metavar="N", help="seeds --seed … --seed+N−1")
+    _deploy_steps(p, "every method's last stage (the legs; whole-body: the whole policy)")
 
 
 def run_study(args) -> int:
@@ -105,7 +110,7 @@ def run_study(args) -> int:
     from .study import run_study as study
     from .train import make_config
 
-    cfg = make_config(args.scale, args.seed, args.set)
+    cfg = make_config(args.scale, args.seed, args.set, deploy_steps=args.deploy_steps)
     seeds = list(range(args.seed, args.seed + args.seeds))
     study(cfg, seeds, Path(args.out), "embody " + " ".join(sys.argv[1:]), _log)
     print((Path(args.out) / "report.md").read_text())

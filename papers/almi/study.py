@@ -16,9 +16,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from embody.runs import EVAL
+from embody.train import TrainConfig, train
 
 from .evaluate import evaluate_methods, write_report
-from .train import AlmiTrainConfig, compose, stage_config, train_almi
+from .train import AlmiTrainConfig, compose, speed_limit_env, stage_config, train_almi, train_stage
 
 METHODS = ("almi", "whole-body", "no-curricula", "open-loop")
 
@@ -41,8 +42,6 @@ def run_study(cfg: AlmiTrainConfig, seeds: list[int], out: Path, command: str, l
 
 
 def _train_method(method: str, cfg: AlmiTrainConfig, run: Path, log) -> None:
-    from embody.train import train
-
     stages = 2 * cfg.rounds  # the alternation's budget, spent by the others on one policy
     if method in ("almi", "no-curricula"):
         train_almi(replace(cfg, curricula=method == "almi"), run, log)
@@ -51,8 +50,23 @@ def _train_method(method: str, cfg: AlmiTrainConfig, run: Path, log) -> None:
     t = stage_config(cfg, task, {})
     t.steps, t.max_time_s = cfg.stage_steps * stages, cfg.stage_time_s * stages
     if method == "whole-body":
-        t.eval_episodes = cfg.eval_episodes
+        if not cfg.deploy_steps:
+            train(t, run)
+            return
+        base = _resumed(t, run / "stages" / "whole-body")
+        t = stage_config(cfg, task, speed_limit_env(cfg.deploy_steps))
+        t.steps, t.max_time_s, t.init_from = cfg.deploy_steps, 0.0, str(base)
         train(t, run)
     else:
-        train(t, run / "stages" / "lower")
-        compose(run / "stages" / "lower", None, run, cfg)
+        lower = _resumed(t, run / "stages" / "lower")
+        if cfg.deploy_steps:
+            env = speed_limit_env(cfg.deploy_steps)
+            lower = train_stage(cfg, run, "lower-deploy", "almi-lower", lower, env, log, steps=cfg.deploy_steps)
+        compose(lower, None, run, cfg)
+
+
+def _resumed(t: TrainConfig, run: Path) -> Path:
+    """``run`` trained with ``t`` unless it is finished (holds an evaluation) already."""
+    if not (run / EVAL).is_file():
+        train(t, run)
+    return run

@@ -82,15 +82,15 @@ def train_almi(cfg: AlmiTrainConfig, out: Path, log=print) -> dict:
     """Every stage (skipping finished ones), then the composed whole-body run in ``out``; its evaluation."""
     lower = upper = None
     for r in range(1, cfg.rounds + 1):
-        lower = _stage(cfg, out, f"lower-{r}", "almi-lower", lower, {"upper_policy": upper}, log)
-        upper = _stage(cfg, out, f"upper-{r}", "almi-upper", upper, {"lower_policy": lower}, log)
+        lower = train_stage(cfg, out, f"lower-{r}", "almi-lower", lower, {"upper_policy": upper}, log)
+        upper = train_stage(cfg, out, f"upper-{r}", "almi-upper", upper, {"lower_policy": lower}, log)
     if cfg.deploy_steps:
         env = {"upper_policy": upper, **speed_limit_env(cfg.deploy_steps)}
-        lower = _stage(cfg, out, "lower-deploy", "almi-lower", lower, env, log, steps=cfg.deploy_steps)
+        lower = train_stage(cfg, out, "lower-deploy", "almi-lower", lower, env, log, steps=cfg.deploy_steps)
     return compose(lower, upper, out, cfg)
 
 
-def _stage(
+def train_stage(
     cfg: AlmiTrainConfig, out: Path, name: str, task: str, previous: Path | None, env: dict, log, steps: int = 0
 ) -> Path:
     """One stage's run (``steps``: its env-step budget instead of the scale's steps and time)."""

@@ -209,7 +209,7 @@ def test_eval_reports_each_method_on_held_out_motions(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_the_tiny_study_trains_every_method_and_reports(tmp_path, capsys):
+def test_the_tiny_study_trains_every_method_with_its_deploy_stage_and_reports(tmp_path, capsys):
     import json
 
     from embody.cli import main
@@ -218,9 +218,18 @@ def test_the_tiny_study_trains_every_method_and_reports(tmp_path, capsys):
     from embody.runs import load_run_checkpoint
 
     out = tmp_path / "study"
-    assert main(["almi", "study", "--scale", "tiny", "--out", str(out)]) == 0
+    assert main(["almi", "study", "--scale", "tiny", "--deploy-steps", "192", "--out", str(out)]) == 0
     results = json.loads((out / "results.json").read_text())["methods"]
     assert set(results) == set(METHODS)
+    deployed = [
+        out / "almi/seed0/stages/lower-deploy",
+        out / "open-loop/seed0/stages/lower-deploy",
+        out / "whole-body/seed0",
+    ]
+    for run in deployed:  # every method's last stage against the joint velocity limits
+        config = (run / "config.yaml").read_text()
+        assert "dof_vel_limits: -5.0" in config and "unclipped_from_steps: 96" in config, run
+    assert (out / "whole-body/seed0/stages/whole-body/eval.json").is_file()
     open_loop = load_run_checkpoint(out / "open-loop" / "seed0").policy
     assert isinstance(open_loop.parts[1], ReferencePolicy)  # no upper policy: the reference, open loop
     assert "| whole-body | 1 |" in capsys.readouterr().out
