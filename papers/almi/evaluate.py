@@ -12,6 +12,7 @@ seeds. Writes ``results.json``, ``report.md`` and ``survival_vs_intensity.png``.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -52,12 +53,18 @@ def evaluate_almi_run(run: Path, episodes: int, clips: Path | None = None, sim: 
 
 
 def evaluate_methods(runs: list[Path], episodes: int, clips: Path | None = None, sim: str | None = None) -> dict:
-    """{method: {"runs": [...], "per_run": [...], metric: [mean, ci_low, ci_high]}} over ``runs``."""
+    """``summarize`` of ``runs``, each evaluated on the held-out motions."""
+    return summarize({"run": str(run), **evaluate_almi_run(Path(run), episodes, clips, sim)} for run in runs)
+
+
+def summarize(evaluated: Iterable[dict]) -> dict:
+    """{method: {"runs": [...], "per_run": [...], metric: [mean, ci_low, ci_high]}} over runs' outcomes (each
+    ``evaluate_almi_run``'s with its "run" path), grouped into methods by the run's parent folder."""
     methods: dict[str, dict] = {}
-    for run in runs:
-        m = methods.setdefault(Path(run).resolve().parent.name, {"runs": [], "per_run": []})
-        m["runs"].append(str(run))
-        m["per_run"].append(evaluate_almi_run(Path(run), episodes, clips, sim))
+    for r in evaluated:
+        m = methods.setdefault(Path(r["run"]).resolve().parent.name, {"runs": [], "per_run": []})
+        m["runs"].append(r["run"])
+        m["per_run"].append(r)
     for m in methods.values():
         for metric in COLUMNS:
             seed_means = [float(np.mean(r[metric])) for r in m["per_run"]]

@@ -1,7 +1,9 @@
 """``embody almi study``: ALMI against the obvious alternatives, same budget, several seeds; then ``almi eval``.
 
-Methods (each a whole-body ``almi`` run in ``OUT/<method>/seed<S>``, skipped when it holds an ``eval.json``, so an
-interrupted study resumes and seeds can run in separate folders and be evaluated together):
+Each method × seed is a job of ``embody.jobs``: its whole-body ``almi`` run in ``OUT/<method>/seed<S>`` (trained
+unless it holds an ``eval.json``), evaluated on held-out motions into ``OUT/jobs/seed<S>-<method>.json``. The
+report covers every job in OUT, so seeds run in other sessions, processes or machines (``--ray-address``) pool, and
+the runs themselves need not be kept once their job file is written. Methods:
 
 * ``almi``: the alternation, ``rounds`` × (lower stage + upper stage);
 * ``whole-body``: one PPO policy over all 21 joints with both rewards (the paper's main baseline);
@@ -12,33 +14,42 @@ interrupted study resumes and seeds can run in separate folders and be evaluated
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
+from functools import partial
 from pathlib import Path
 
+from embody.jobs import Job, JobStore, read_store, run_jobs
 from embody.runs import EVAL
 from embody.train import TrainConfig, train
 
-from .evaluate import evaluate_methods, write_report
+from .evaluate import evaluate_almi_run, summarize, write_report
 from .train import AlmiTrainConfig, compose, speed_limit_env, stage_config, train_almi, train_stage
 
 METHODS = ("almi", "whole-body", "no-curricula", "open-loop")
 
 
 def run_study(cfg: AlmiTrainConfig, seeds: list[int], out: Path, command: str, log=print) -> dict:
-    """Every method × seed (skipping finished runs), then the evaluation on held-out motions into ``out``."""
-    for seed in seeds:
-        c = replace(cfg, seed=seed)
-        for method in METHODS:
-            run = out / method / f"seed{seed}"
-            if (run / EVAL).is_file():
-                log(f"{method} seed {seed}: done ({run})")
-                continue
-            log(f"{method} seed {seed}: training into {run}")
-            _train_method(method, c, run, log)
-    runs = [out / m / f"seed{s}" for m in METHODS for s in seeds]
-    methods = evaluate_methods(runs, cfg.eval_episodes)
+    """Every method × seed as a job in ``out/jobs`` (trained unless its run is finished, then evaluated on held-out
+    motions), then the report over every job the folder holds (seeds run apart pool there)."""
+    fingerprint = {k: v for k, v in asdict(cfg).items() if k != "seed"}
+    jobs = [Job(f"seed{s}-{m}", {"seed": s, "method": m}) for s in seeds for m in METHODS]
+    run_jobs(partial(run_job, cfg, out, log), jobs, JobStore(out, fingerprint), label="almi study", log=log)
+    done = read_store(out)[1].values()
+    methods = summarize(sorted(done, key=lambda r: METHODS.index(Path(r["run"]).parent.name)))
     write_report(methods, out, command)
     return methods
+
+
+def run_job(cfg: AlmiTrainConfig, out: Path, log, params: dict) -> dict:
+    """One method × seed: its run in ``out/<method>/seed<S>`` (kept if finished) and its held-out outcomes."""
+    method, seed = params["method"], params["seed"]
+    run = out / method / f"seed{seed}"
+    if (run / EVAL).is_file():
+        log(f"{method} seed {seed}: trained already ({run})")
+    else:
+        log(f"{method} seed {seed}: training into {run}")
+        _train_method(method, replace(cfg, seed=seed), run, log)
+    return {"run": str(run), **evaluate_almi_run(run, cfg.eval_episodes)}
 
 
 def _train_method(method: str, cfg: AlmiTrainConfig, run: Path, log) -> None:

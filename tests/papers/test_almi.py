@@ -211,6 +211,7 @@ def test_eval_reports_each_method_on_held_out_motions(tmp_path, capsys):
 @pytest.mark.slow
 def test_the_tiny_study_trains_every_method_with_its_deploy_stage_and_reports(tmp_path, capsys):
     import json
+    import shutil
 
     from embody.cli import main
     from embody.papers.almi.policies import ReferencePolicy
@@ -233,6 +234,12 @@ def test_the_tiny_study_trains_every_method_with_its_deploy_stage_and_reports(tm
     open_loop = load_run_checkpoint(out / "open-loop" / "seed0").policy
     assert isinstance(open_loop.parts[1], ReferencePolicy)  # no upper policy: the reference, open loop
     assert "| whole-body | 1 |" in capsys.readouterr().out
+    assert sorted(p.name for p in (out / "jobs").glob("*.json")) == sorted(f"seed0-{m}.json" for m in METHODS)
+    for method in METHODS:  # the runs gone (another session): the job files alone give the same report
+        shutil.rmtree(out / method)
+    report = (out / "report.md").read_text()
+    assert main(["almi", "study", "--scale", "tiny", "--deploy-steps", "192", "--out", str(out)]) == 0
+    assert (out / "report.md").read_text() == report and not (out / "almi").exists()
 
 
 def test_export_dataset_records_clips_times_commands_with_a_language_task(tmp_path):
