@@ -8,6 +8,8 @@ deterministic episodes is measured every ``--every`` env steps. Reported: succes
 over seeds), wall time and env-steps/s, in one run. Each (task, seed, side) is a job kept in ``--out``'s job
 store as it finishes, so a long comparison runs as seed jobs (``--seed S``, ``--workers``) and resumes.
 ``--init torch`` starts embody's networks from ``nn.Linear``'s initialization, as SB3's are, instead of orthogonal.
+``--sides embody sb3 swap`` adds a third side: SB3's collection, ``HerReplayBuffer`` and ``VecNormalize`` feeding
+embody's policy and update, which tells whether a gap between the two lies on the data side or the update side.
 """
 
 from __future__ import annotations
@@ -64,7 +66,9 @@ def run_ours(s: dict, seed: int) -> dict:
     return {"curve": curve, "time_s": elapsed, "env_steps_per_s": sac.env_steps / elapsed}
 
 
-def run_sb3(s: dict, seed: int) -> dict:
+def run_sb3(s: dict, seed: int, swap: bool = False) -> dict:
+    """SB3's side; ``swap``: its data side (collection, ``HerReplayBuffer``, ``VecNormalize``) feeding embody's
+    policy and update (``_embody_update_on``)."""
     import gymnasium as gym
     from stable_baselines3 import SAC, HerReplayBuffer
     from stable_baselines3.common.callbacks import BaseCallback
@@ -75,7 +79,7 @@ def run_sb3(s: dict, seed: int) -> dict:
     _load_registries(s["task"])
     venv = VecNormalize(DummyVecEnv([lambda: gym.make(s["task"])] * s["envs"]), norm_reward=False, gamma=s["gamma"])
     probe = gym.make(s["task"])
-    model = SAC(
+    model = (_embody_update_on(SAC, s) if swap else SAC)(
         "MultiInputPolicy",
         venv,
         **sb3_kwargs(s, seed),
@@ -113,13 +117,61 @@ def run_sb3(s: dict, seed: int) -> dict:
     return {"curve": curve, "time_s": elapsed, "env_steps_per_s": s["steps"] / elapsed}
 
 
+def _embody_update_on(sb3_sac: type, s: dict) -> type:
+    """SB3's SAC whose actions and gradient steps are embody's (``SACPolicy`` without its normalizer, ``SAC.update``
+    on each batch SB3's ``HerReplayBuffer`` samples, normalized by ``VecNormalize``): the data side SB3's, the update
+    side embody's, to tell on which side the two differ."""
+    import torch
+
+    from embody.policies.sac import SAC, SACPolicy
+
+    keys = ("observation", "achieved_goal", "desired_goal")
+
+    def flat(obs: dict) -> torch.Tensor:
+        return torch.cat([torch.as_tensor(obs[k], dtype=torch.float32) for k in keys], -1)
+
+    class Handed:  # embody's buffer, replaced by the batch SB3 sampled
+        batch: dict = {}
+
+        def sample(self, *_):
+            return self.batch
+
+    class Swapped(sb3_sac):
+        def _setup_model(self) -> None:
+            super()._setup_model()
+            size = sum(self.observation_space[k].shape[0] for k in keys)
+            policy = SACPolicy(size, self.action_space.shape[0], s["hidden"], normalize_obs=False, init=s["init"])
+            self.ours = SAC(None, policy, embody_config(s, buffer_size=1), seed=self.seed or 0)
+            self.ours.buffer = Handed()
+
+        def predict(self, observation, state=None, episode_start=None, deterministic=False):
+            return self.ours.policy.act(flat(observation), deterministic=deterministic).numpy(), None
+
+        def train(self, gradient_steps: int, batch_size: int = 256) -> None:
+            for _ in range(gradient_steps):
+                d = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
+                self.ours.buffer.batch = {
+                    "obs": flat(d.observations),
+                    "actions": d.actions.float(),
+                    "rewards": d.rewards.reshape(-1).float(),
+                    "next_obs": flat(d.next_observations),
+                    "terminal": d.dones.reshape(-1).float(),
+                }
+                self.ours.update()
+
+    return Swapped
+
+
+SIDES = ("embody", "sb3", "swap")
+
+
 def run_job(s: dict, params: dict) -> dict:
     """One side's training on one task and seed (a job of the store; module-level for spawned workers)."""
     import torch
 
     torch.set_num_threads(1)
-    fn = run_ours if params["side"] == "embody" else run_sb3
-    return {**params, **fn({**s, "task": params["task"]}, params["seed"])}
+    task, seed, side = {**s, "task": params["task"]}, params["seed"], params["side"]
+    return {**params, **(run_ours(task, seed) if side == "embody" else run_sb3(task, seed, swap=side == "swap"))}
 
 
 def main(argv: list[str]) -> int:
@@ -152,6 +204,13 @@ def main(argv: list[str]) -> int:
         default="orthogonal",
         help="embody's initial weights (SB3's are torch's); a folder holding runs of the other: use another --out",
     )
+    p.add_argument(
+        "--sides",
+        nargs="+",
+        choices=SIDES,
+        default=["embody", "sb3"],
+        help="swap: SB3's collection, HER buffer and normalization feeding embody's policy and update",
+    )
     p.add_argument("--out", help="the results folder (resumed when it holds runs)")
     args = p.parse_args(argv)
     s = settings(args)
@@ -160,7 +219,7 @@ def main(argv: list[str]) -> int:
         Job(f"{task}-seed{seed}-{side}", {"task": task, "seed": seed, "side": side})
         for task in args.tasks
         for seed in seeds
-        for side in ("embody", "sb3")
+        for side in args.sides
     ]
     with tempfile.TemporaryDirectory(prefix="bench-her-") as scratch:
         store = JobStore(args.out or scratch, s)
@@ -168,7 +227,7 @@ def main(argv: list[str]) -> int:
     # every run the folder holds for these tasks, earlier seed jobs' included
     results = sorted(
         (r for r in store.results.values() if r["task"] in args.tasks),
-        key=lambda r: (args.tasks.index(r["task"]), r["seed"], r["side"] != "embody"),
+        key=lambda r: (args.tasks.index(r["task"]), r["seed"], SIDES.index(r["side"])),
     )
     _print(results)
     save_results(args.out, {"settings": s, "runs": results})
@@ -191,7 +250,7 @@ def _plot(results: list[dict], path: Path) -> None:
     tasks = list(dict.fromkeys(r["task"] for r in results))
     fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.5), squeeze=False)
     for ax, task in zip(axes[0], tasks):
-        for side, color in (("embody", "C0"), ("sb3", "C1")):
+        for side, color in zip(SIDES, ("C0", "C1", "C2")):
             runs = [r for r in results if r["task"] == task and r["side"] == side and r["curve"]]
             for r in runs:
                 ax.plot(*zip(*r["curve"]), color=color, alpha=0.3, lw=0.8)
@@ -216,7 +275,7 @@ def _print(results: list[dict]) -> None:
         "\n| task | side | seeds | success at each measurement (mean over seeds) | env steps/s |\n|---|---|---|---|---|"
     )
     for task in dict.fromkeys(r["task"] for r in results):
-        for side in ("embody", "sb3"):
+        for side in SIDES:
             runs = [r for r in results if r["task"] == task and r["side"] == side]
             if not runs:
                 continue

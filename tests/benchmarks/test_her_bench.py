@@ -29,3 +29,32 @@ def test_a_short_her_bench_measures_both_sides_as_resumable_seed_jobs(tmp_path, 
         main(argv + ["--seed", "0", "--utd", "1"])
     with pytest.raises(ValueError, match=r"\(init differ\)"):  # torch's initialization: another folder
         main(argv + ["--seed", "0", "--init", "torch"])
+
+
+def test_the_swap_side_trains_embodys_policy_on_sb3s_her_batches():
+    """``--sides swap``: SB3 collects, relabels and normalizes; embody's policy acts and embody's update learns."""
+    pytest.importorskip("gymnasium_robotics")
+    import gymnasium as gym
+    import torch
+    from stable_baselines3 import SAC, HerReplayBuffer
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    from embody.benchmarks.her import _embody_update_on
+    from embody.sims.gymnasium_env import _load_registries
+
+    s = {"hidden": [16, 16], "batch_size": 32, "lr": 1e-3, "gamma": 0.95, "tau": 0.005, "learning_starts": 100}
+    s |= {"utd": 0.5, "init": "torch"}
+    _load_registries("FetchReach-v4")
+    venv = VecNormalize(DummyVecEnv([lambda: gym.make("FetchReach-v4")]), norm_reward=False)
+    model = _embody_update_on(SAC, s)(
+        "MultiInputPolicy", venv, learning_starts=100, batch_size=32, replay_buffer_class=HerReplayBuffer, seed=0
+    )
+    ours, theirs = model.ours.policy, model.actor
+    before = [p.detach().clone() for p in (*ours.parameters(), *theirs.parameters())]
+    model.learn(300)
+    after = [*ours.parameters(), *theirs.parameters()]
+    changed = [not torch.equal(a, b) for a, b in zip(before, after)]
+    n_ours = len(list(ours.parameters()))
+    assert model.ours.updates == 200 and all(changed[:n_ours]) and not any(changed[n_ours:])
+    action, _ = model.predict(venv.normalize_obs(venv.reset()), deterministic=True)
+    assert action.shape == (1, 4) and abs(action).max() <= 1
