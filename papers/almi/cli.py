@@ -103,15 +103,20 @@ def study_arguments(p: argparse.ArgumentParser) -> None:
     _common(p, "runs/almi-study", "DIR/<method>/seed<S> runs; results.json, report.md, plot")
     p.add_argument("--seeds", type=positive_int, default=1, metavar="N", help="seeds --seed … --seed+N−1")
     _deploy_steps(p, "every method's last stage (the legs; whole-body: the whole policy)")
+    p.add_argument("--report", action="store_true", help="only the report of the jobs already in DIR; trains nothing")
 
 
 def run_study(args) -> int:
     """``embody almi study``: the four methods × seeds (resumable), then the held-out evaluation."""
+    from embody.jobs import read_store
+
     from .study import run_study as study
     from .train import make_config
 
     cfg = make_config(args.scale, args.seed, args.set, deploy_steps=args.deploy_steps)
-    seeds = list(range(args.seed, args.seed + args.seeds))
+    seeds = [] if args.report else list(range(args.seed, args.seed + args.seeds))
+    if args.report and not read_store(args.out)[1]:
+        raise exits.CommandError(f"{Path(args.out) / 'jobs'}: no finished jobs to report")
     study(cfg, seeds, Path(args.out), "embody " + " ".join(sys.argv[1:]), _log)
     print((Path(args.out) / "report.md").read_text())
     return exits.OK

@@ -240,6 +240,11 @@ def test_the_tiny_study_trains_every_method_with_its_deploy_stage_and_reports(tm
     report = (out / "report.md").read_text()
     assert main(["almi", "study", "--scale", "tiny", "--deploy-steps", "192", "--out", str(out)]) == 0
     assert (out / "report.md").read_text() == report and not (out / "almi").exists()
+    (out / "report.md").unlink()
+    assert main(["almi", "study", "--scale", "tiny", "--deploy-steps", "192", "--report", "--out", str(out)]) == 0
+    assert (out / "report.md").read_text() == report.replace("--out", "--report --out")
+    assert main(["almi", "study", "--report", "--out", str(tmp_path / "none")]) == 2
+    assert f"{tmp_path / 'none' / 'jobs'}: no finished jobs to report" in capsys.readouterr().err
 
 
 def test_export_dataset_records_clips_times_commands_with_a_language_task(tmp_path):
