@@ -3,7 +3,8 @@
 Each run (an ``almi`` whole-body run: ALMI's composite, the single whole-body policy, or a baseline composed the
 same way) plays clips that no stage trained on — the procedural families outside TRAIN_FAMILIES, or a user's
 clip folder — at full amplitude, under velocity commands drawn from the task's ranges, pushes and randomization
-as in training. Per episode: survival, velocity-tracking errors, the upper body's joint tracking error, motor
+as in training. Per episode: survival, velocity-tracking errors (each step's and of the gait-period mean, which the
+report shows: the sway within a step is not a tracking error), the upper body's joint tracking error, motor
 power and the intensity of the clips it played. Runs are grouped into methods by their parent folder's name
 (``STUDY/METHOD/seedN``); each method's numbers are the mean over its seeds with a 95 % bootstrap interval over
 seeds. Writes ``results.json``, ``report.md`` and ``survival_vs_intensity.png``.
@@ -27,10 +28,10 @@ from embody.stats import bootstrap_ci
 from .tasks import TRAIN_FAMILIES
 
 HELD_OUT = tuple(f for f in FAMILIES if f not in TRAIN_FAMILIES)
-COLUMNS = {  # metric: (report heading, format)
+COLUMNS = {  # metric: (report heading, format); velocity errors of the gait-period mean (the step's sway aside)
     "survival": ("survival", ".0%"),
-    "lin_vel_error": ("lin vel err (m/s)", ".3f"),
-    "yaw_rate_error": ("yaw rate err (rad/s)", ".3f"),
+    "lin_vel_error_gait": ("lin vel err (m/s)", ".3f"),
+    "yaw_rate_error_gait": ("yaw rate err (rad/s)", ".3f"),
     "upper_tracking_error": ("upper joint err (rad)", ".3f"),
     "power": ("power (W)", ".0f"),
 }
@@ -47,7 +48,8 @@ def evaluate_almi_run(run: Path, episodes: int, clips: Path | None = None, sim: 
     result = evaluate(env, load_run_checkpoint(run, expect=env).policy, episodes)
     env.close()
     out = {"survival": [float(not t) for t in result.terminated]}
-    out.update({k: result.metrics[k] for k in ("lin_vel_error", "yaw_rate_error", "upper_tracking_error", "power")})
+    velocity = [f"{k}{gait}" for k in ("lin_vel_error", "yaw_rate_error") for gait in ("", "_gait")]
+    out.update({k: result.metrics[k] for k in (*velocity, "upper_tracking_error", "power")})
     out["clip_intensity"] = result.metrics["clip_intensity"]
     return out
 
