@@ -22,6 +22,8 @@ import numpy as np
 
 from .sac import embody_config, sb3_kwargs
 
+SIDES = ("embody", "sb3", "swap")  # swap: SB3's data side feeding embody's update (``_embody_update_on``)
+
 
 def settings(args) -> dict:
     """What every run shares (the store's fingerprint); a run adds its task."""
@@ -160,9 +162,6 @@ def _embody_update_on(sb3_sac: type, s: dict) -> type:
                 self.ours.update()
 
     return Swapped
-
-
-SIDES = ("embody", "sb3", "swap")
 
 
 def run_job(s: dict, params: dict) -> dict:
