@@ -71,18 +71,23 @@ def summarize(evaluated: Iterable[dict]) -> dict:
         for metric in COLUMNS:
             seed_means = [float(np.mean(r[metric])) for r in m["per_run"]]
             m[metric] = [float(np.mean(seed_means)), *bootstrap_ci(seed_means)]
+        m["env_steps"] = [r.get("env_steps") for r in m["per_run"]]  # a study's runs; absent from older job files
     return methods
 
 
 def write_report(methods: dict, out: Path, command: str) -> None:
     """results.json, report.md (a table, the exact command) and survival_vs_intensity.png into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
-    head = "| method | seeds | " + " | ".join(h for h, _ in COLUMNS.values()) + " |"
-    lines = [head, "|---" * (len(COLUMNS) + 2) + "|"]
+    head = "| method | seeds | " + " | ".join(h for h, _ in COLUMNS.values()) + " | env steps (M) per seed |"
+    lines = [head, "|---" * (len(COLUMNS) + 3) + "|"]
     for name, m in methods.items():
         cells = [f"{m[k][0]:{f}} [{m[k][1]:{f}}, {m[k][2]:{f}}]" for k, (_, f) in COLUMNS.items()]
-        lines.append(f"| {name} | {len(m['runs'])} | " + " | ".join(cells) + " |")
-    note = "Mean over seeds [95 % bootstrap interval over seeds]; held-out motions at full amplitude while walking."
+        steps = ", ".join("?" if s is None else f"{s / 1e6:.1f}" for s in m.get("env_steps", []))
+        lines.append(f"| {name} | {len(m['runs'])} | " + " | ".join(cells) + f" | {steps} |")
+    note = (
+        "Mean over seeds [95 % bootstrap interval over seeds]; held-out motions at full amplitude while walking. "
+        "Env steps: all the method's training (stages included) per seed; ? where the job file predates the count."
+    )
     write_study(out, {"command": command, "methods": methods}, "\n".join([*lines, "", note, "", f"    {command}", ""]))
     _plot(methods, out / "survival_vs_intensity.png")
 

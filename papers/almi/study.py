@@ -19,7 +19,7 @@ from functools import partial
 from pathlib import Path
 
 from embody.jobs import Job, JobStore, read_store, run_jobs
-from embody.runs import EVAL
+from embody.runs import EVAL, MetricsLog
 from embody.train import TrainConfig, train
 
 from .evaluate import evaluate_almi_run, summarize, write_report
@@ -49,7 +49,14 @@ def run_job(cfg: AlmiTrainConfig, out: Path, log, params: dict) -> dict:
     else:
         log(f"{method} seed {seed}: training into {run}")
         _train_method(method, replace(cfg, seed=seed), run, log)
-    return {"run": str(run), **evaluate_almi_run(run, cfg.eval_episodes)}
+    return {"run": str(run), "env_steps": trained_steps(run), **evaluate_almi_run(run, cfg.eval_episodes)}
+
+
+def trained_steps(run: Path) -> int:
+    """Env steps every training run under ``run`` (its stages included) took: the budget is wall-clock, so the
+    steps it bought differ between methods and machines, and the report says how many."""
+    logs = (MetricsLog(metrics.parent).rows() for metrics in run.rglob("metrics.jsonl"))
+    return sum(rows[-1]["env_steps"] for rows in logs if rows)
 
 
 def _train_method(method: str, cfg: AlmiTrainConfig, run: Path, log) -> None:

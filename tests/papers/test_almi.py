@@ -222,6 +222,8 @@ def test_the_tiny_study_trains_every_method_with_its_deploy_stage_and_reports(tm
     assert main(["almi", "study", "--scale", "tiny", "--deploy-steps", "192", "--out", str(out)]) == 0
     results = json.loads((out / "results.json").read_text())["methods"]
     assert set(results) == set(METHODS)
+    steps = {m: results[m]["env_steps"][0] for m in METHODS}  # every stage counted: 4 stages of 768, then 192
+    assert all(s >= 4 * 768 + 192 for s in steps.values()), steps
     deployed = [
         out / "almi/seed0/stages/lower-deploy",
         out / "open-loop/seed0/stages/lower-deploy",
