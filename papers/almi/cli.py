@@ -17,7 +17,7 @@ def _common(p: argparse.ArgumentParser, out: str, what: str) -> None:
         "--scale",
         choices=("tiny", "paper"),
         default="tiny",
-        help="tiny: the whole pipeline in < 3 min (CI); paper: 2 rounds of 10-minute stages on 2 cores",
+        help="tiny: the whole pipeline in < 3 min (CI); paper: 2 rounds of 4 M-step stages (40-70 min on 2 cores)",
     )
     p.add_argument("--out", default=out, metavar="DIR", help=what)
     p.add_argument("--seed", type=any_int, default=0)

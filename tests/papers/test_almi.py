@@ -149,7 +149,7 @@ def test_compose_makes_one_whole_body_run_and_refuses_missing_or_wrong_parts(tmp
 def test_the_tiny_alternation_runs_end_to_end_and_resumes(tmp_path, capsys):
     from embody.cli import main
     from embody.policies.compose import CompositePolicy
-    from embody.runs import load_run_checkpoint
+    from embody.runs import MetricsLog, load_run_checkpoint
 
     out = tmp_path / "almi"
     assert main(["almi", "train", "--scale", "tiny", "--out", str(out)]) == 0
@@ -159,6 +159,13 @@ def test_the_tiny_alternation_runs_end_to_end_and_resumes(tmp_path, capsys):
     capsys.readouterr()
     assert main(["almi", "train", "--scale", "tiny", "--out", str(out)]) == 0  # every stage is done: skipped
     assert capsys.readouterr().err.count(": done (") == 4
+    killed = out / "stages" / "upper-2"  # as if the process died after its last checkpoint, before its evaluation
+    (killed / "eval.json").unlink()
+    rows = MetricsLog(killed).rows()
+    assert main(["almi", "train", "--scale", "tiny", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert err.count(": done (") == 3 and f"{killed}: resuming from its checkpoint" in err
+    assert MetricsLog(killed).rows() == rows and (killed / "eval.json").is_file()  # no step trained twice
 
 
 @pytest.mark.slow
