@@ -8,8 +8,9 @@ deterministic episodes is measured every ``--every`` env steps. Reported: succes
 over seeds), wall time and env-steps/s, in one run. Each (task, seed, side) is a job kept in ``--out``'s job
 store as it finishes, so a long comparison runs as seed jobs (``--seed S``, ``--workers``) and resumes.
 ``--init torch`` starts embody's networks from ``nn.Linear``'s initialization, as SB3's are, instead of orthogonal.
-``--sides embody sb3 swap`` adds a third side: SB3's collection, ``HerReplayBuffer`` and ``VecNormalize`` feeding
-embody's policy and update, which tells whether a gap between the two lies on the data side or the update side.
+``--sides embody sb3 swap reverse`` adds two more: ``swap``, SB3's collection, ``HerReplayBuffer`` and
+``VecNormalize`` feeding embody's policy and update, and ``reverse``, embody's collection, ``HERBuffer`` and
+normalizer feeding SB3's policy and update; together they tell whether a gap lies on the data or the update side.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 
 from .sac import embody_config, sb3_kwargs
 
-SIDES = ("embody", "sb3", "swap")  # swap: SB3's data side feeding embody's update (``_embody_update_on``)
+SIDES = ("embody", "sb3", "swap", "reverse")  # swap: SB3's data, embody's update; reverse: the other way round
 
 
 def settings(args) -> dict:
@@ -44,7 +45,9 @@ def settings(args) -> dict:
     }
 
 
-def run_ours(s: dict, seed: int) -> dict:
+def run_ours(s: dict, seed: int, reverse: bool = False) -> dict:
+    """embody's side; ``reverse``: its data side (collection, ``HERBuffer``, normalizer) feeding SB3's policy and
+    update (``_sb3_update_on``)."""
     import torch
 
     from embody.policies.evaluate import evaluate
@@ -55,7 +58,7 @@ def run_ours(s: dict, seed: int) -> dict:
     env, probe = GymnasiumEnv(s["task"], s["envs"], seed), GymnasiumEnv(s["task"], 1, seed + 1000)
     cfg = embody_config(s, buffer_size=s["steps"], her="future", her_k=s["her_k"])
     policy = SACPolicy(env.observation_size, env.action_size, s["hidden"], init=s["init"])
-    sac = SAC(env, policy, cfg, seed=seed)
+    sac = (_sb3_update_on(SAC, s, seed) if reverse else SAC)(env, policy, cfg, seed=seed)
     curve, returns, losses, start = [], [], [], time.perf_counter()
     while sac.env_steps < s["steps"]:
         before = sac.env_steps
@@ -164,13 +167,65 @@ def _embody_update_on(sb3_sac: type, s: dict) -> type:
     return Swapped
 
 
+def _sb3_update_on(embody_sac: type, s: dict, seed: int) -> type:
+    """embody's SAC whose actions and gradient steps are SB3's (its actor for ``policy.act``, ``SAC.train`` on each
+    batch embody's ``HERBuffer`` samples, normalized by embody's running statistics): ``_embody_update_on``
+    reversed."""
+    import gymnasium as gym
+    import torch
+    from stable_baselines3 import SAC
+    from stable_baselines3.common.logger import configure
+    from stable_baselines3.common.type_aliases import ReplayBufferSamples
+
+    class Spaces(gym.Env):  # SB3 builds its networks from an env's spaces; this one is never stepped
+        def __init__(self, obs_size: int, action_size: int):
+            self.observation_space = gym.spaces.Box(-np.inf, np.inf, (obs_size,), np.float32)
+            self.action_space = gym.spaces.Box(-1.0, 1.0, (action_size,), np.float32)
+
+    class Handed:  # SB3's replay buffer, replaced by the batch embody sampled
+        batch: ReplayBufferSamples | None = None
+
+        def sample(self, *_, **__):
+            return self.batch
+
+    class Reversed(embody_sac):
+        def __init__(self, env, policy, config, seed: int = 0):
+            super().__init__(env, policy, config, seed=seed)
+            self.sb3 = SAC(
+                "MlpPolicy", Spaces(policy.obs_size, policy.action_size), **sb3_kwargs(s, seed), buffer_size=1
+            )
+            self.sb3.set_logger(configure(None, []))
+            self.sb3.replay_buffer = Handed()
+            actor, norm = self.sb3.actor, policy.obs_norm
+
+            def act(obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
+                with torch.no_grad():
+                    return actor(norm(obs), deterministic=deterministic)
+
+            policy.act = act  # collection (``SAC._act``) and evaluation act through SB3's actor
+
+        def update(self) -> dict[str, float]:
+            b, norm = self.buffer.sample(self.config.batch_size, self.rng, self.device), self.policy.obs_norm
+            done, reward = b["terminal"][:, None], b["rewards"][:, None]
+            self.sb3.replay_buffer.batch = ReplayBufferSamples(
+                norm(b["obs"]), b["actions"], norm(b["next_obs"]), done, reward, None
+            )
+            self.sb3.train(gradient_steps=1, batch_size=self.config.batch_size)
+            self.updates += 1
+            return {}
+
+    return Reversed
+
+
 def run_job(s: dict, params: dict) -> dict:
     """One side's training on one task and seed (a job of the store; module-level for spawned workers)."""
     import torch
 
     torch.set_num_threads(1)
     task, seed, side = {**s, "task": params["task"]}, params["seed"], params["side"]
-    return {**params, **(run_ours(task, seed) if side == "embody" else run_sb3(task, seed, swap=side == "swap"))}
+    ours = side in ("embody", "reverse")
+    result = run_ours(task, seed, reverse=side == "reverse") if ours else run_sb3(task, seed, swap=side == "swap")
+    return {**params, **result}
 
 
 def main(argv: list[str]) -> int:

@@ -58,3 +58,35 @@ def test_the_swap_side_trains_embodys_policy_on_sb3s_her_batches():
     assert model.ours.updates == 200 and all(changed[:n_ours]) and not any(changed[n_ours:])
     action, _ = model.predict(venv.normalize_obs(venv.reset()), deterministic=True)
     assert action.shape == (1, 4) and abs(action).max() <= 1
+
+
+def test_the_reverse_side_trains_sb3s_policy_on_embodys_her_batches():
+    """``--sides reverse``: embody collects, relabels and normalizes; SB3's actor acts and SB3's update learns."""
+    pytest.importorskip("gymnasium_robotics")
+    import torch
+
+    from embody.benchmarks.her import _sb3_update_on
+    from embody.benchmarks.sac import embody_config
+    from embody.policies.evaluate import evaluate
+    from embody.policies.sac import SAC, SACPolicy
+    from embody.sims.gymnasium_env import GymnasiumEnv
+
+    s = {"hidden": [16, 16], "batch_size": 32, "lr": 1e-3, "gamma": 0.95, "tau": 0.005, "learning_starts": 100}
+    s |= {"utd": 0.5, "envs": 2}
+    env = GymnasiumEnv("FetchReach-v4", 2, 0)
+    ours = SACPolicy(env.observation_size, env.action_size, s["hidden"])
+    sac = _sb3_update_on(SAC, s, 0)(env, ours, embody_config(s, buffer_size=1000, her="future", her_k=4), seed=0)
+    theirs = sac.sb3.policy
+    before = [p.detach().clone() for p in (*ours.parameters(), *theirs.parameters())]
+    returns: list[float] = []
+    while sac.env_steps < 300:
+        sac.step(returns, [])
+    after = [*ours.parameters(), *theirs.parameters()]
+    changed = [not torch.equal(a, b) for a, b in zip(before, after)]
+    n_ours = len(list(ours.parameters()))
+    assert sac.updates == 100 and sac.sb3._n_updates == 100  # 0.5 per env step past 100
+    assert not any(changed[:n_ours]) and any(changed[n_ours:])  # embody's networks untouched, SB3's trained
+    assert ours.obs_norm.count > 300  # embody's normalizer saw every observation SB3's actor acted on
+    result = evaluate(GymnasiumEnv("FetchReach-v4", 1, 1), ours, 1)  # evaluation acts through SB3's actor
+    assert len(result.success) == 1
+    env.close()
