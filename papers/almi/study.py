@@ -53,8 +53,9 @@ def run_job(cfg: AlmiTrainConfig, out: Path, log, params: dict) -> dict:
 
 
 def trained_steps(run: Path) -> int:
-    """Env steps every training run under ``run`` (its stages included) took: the budget is wall-clock, so the
-    steps it bought differ between methods and machines, and the report says how many."""
+    """Env steps every training run under ``run`` (its stages included) took, for the report: equal under a step
+    budget (the paper scale's), what the minutes bought under a wall-clock one
+    (``AlmiTrainConfig.stage_time_s``)."""
     logs = (MetricsLog(metrics.parent).rows() for metrics in run.rglob("metrics.jsonl"))
     return sum(rows[-1]["env_steps"] for rows in logs if rows)
 

@@ -7,7 +7,8 @@ it unlearns walking). Without it the paper-scale policy slaps an ankle past the 
 
 Each stage is an ordinary ``embody train`` run under ``OUT/stages/<stage>``: it starts from its own part's previous
 stage (``init_from``) and drives the other part with that part's latest frozen policy. A stage whose run holds an
-``eval.json`` is done and is skipped, so an interrupted ``embody almi train`` resumes. The last lower and upper
+``eval.json`` is done and is skipped, and one with only a checkpoint resumes from it, so an interrupted ``embody
+almi train`` resumes. The last lower and upper
 policies are then composed into one ``almi`` (whole-body) run in OUT itself: a ``CompositePolicy`` that ``embody
 eval``, ``sim2sim``, ``video`` and ``deploy`` use like any run.
 """
