@@ -7,10 +7,9 @@ it unlearns walking). Without it the paper-scale policy slaps an ankle past the 
 
 Each stage is an ordinary ``embody train`` run under ``OUT/stages/<stage>``: it starts from its own part's previous
 stage (``init_from``) and drives the other part with that part's latest frozen policy. A stage whose run holds an
-``eval.json`` is done and is skipped, and one with only a checkpoint resumes from it, so an interrupted ``embody
-almi train`` resumes. The last lower and upper
-policies are then composed into one ``almi`` (whole-body) run in OUT itself: a ``CompositePolicy`` that ``embody
-eval``, ``sim2sim``, ``video`` and ``deploy`` use like any run.
+``eval.json`` is done and is skipped, one with only a checkpoint resumes from it, so an interrupted ``embody almi
+train`` resumes. The last lower and upper policies are then composed into one ``almi`` (whole-body) run in OUT
+itself: a ``CompositePolicy`` that ``embody eval``, ``sim2sim``, ``video`` and ``deploy`` use like any run.
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ class AlmiTrainConfig:
     """The alternation's size: rounds, and each stage's budget (env steps, and wall-clock seconds, 0: none).
 
     The paper scale's budget is env steps, so that methods, seeds and machines of different speeds compare: the
-    first study's wall-clock stages bought 3.7-4.4 M steps on one machine and 2.9-3.6 M on another session's.
+    first study's 10-minute stages bought 2.9-4.4 M steps, by method and session.
     """
 
     rounds: int = 2
