@@ -82,7 +82,7 @@ def write_report(methods: dict, out: Path, command: str) -> None:
     lines = [head, "|---" * (len(COLUMNS) + 3) + "|"]
     for name, m in methods.items():
         cells = [f"{m[k][0]:{f}} [{m[k][1]:{f}}, {m[k][2]:{f}}]" for k, (_, f) in COLUMNS.items()]
-        steps = ", ".join("?" if s is None else f"{s / 1e6:.1f}" for s in m.get("env_steps", []))
+        steps = ", ".join("?" if s is None else f"{s / 1e6:.1f}" for s in m["env_steps"])
         lines.append(f"| {name} | {len(m['runs'])} | " + " | ".join(cells) + f" | {steps} |")
     note = (
         "Mean over seeds [95 % bootstrap interval over seeds]; held-out motions at full amplitude while walking. "

@@ -20,7 +20,6 @@ from pathlib import Path
 
 from embody.jobs import Job, JobStore, read_store, run_jobs
 from embody.runs import EVAL, MetricsLog
-from embody.train import TrainConfig
 
 from .evaluate import evaluate_almi_run, summarize, write_report
 from .train import AlmiTrainConfig, compose, speed_limit_env, stage_config, train_almi, train_resuming, train_stage
@@ -72,20 +71,13 @@ def _train_method(method: str, cfg: AlmiTrainConfig, run: Path, log) -> None:
         if not cfg.deploy_steps:
             train_resuming(t, run, log)
             return
-        base = _resumed(t, run / "stages" / "whole-body", log)
+        base = train_resuming(t, run / "stages" / "whole-body", log)
         t = stage_config(cfg, task, speed_limit_env(cfg.deploy_steps))
         t.steps, t.max_time_s, t.init_from = cfg.deploy_steps, 0.0, str(base)
         train_resuming(t, run, log)
     else:
-        lower = _resumed(t, run / "stages" / "lower", log)
+        lower = train_resuming(t, run / "stages" / "lower", log)
         if cfg.deploy_steps:
             env = speed_limit_env(cfg.deploy_steps)
             lower = train_stage(cfg, run, "lower-deploy", "almi-lower", lower, env, log, steps=cfg.deploy_steps)
         compose(lower, None, run, cfg)
-
-
-def _resumed(t: TrainConfig, run: Path, log) -> Path:
-    """``run`` trained with ``t`` unless it is finished (holds an evaluation) already."""
-    if not (run / EVAL).is_file():
-        train_resuming(t, run, log)
-    return run

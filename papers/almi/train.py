@@ -111,13 +111,16 @@ def train_stage(
     return run
 
 
-def train_resuming(t: TrainConfig, run: Path, log=print) -> None:
-    """Train ``t`` into ``run``, resuming from its checkpoint if a killed process left one there: a paper-scale
-    job outlives a session."""
+def train_resuming(t: TrainConfig, run: Path, log=print) -> Path:
+    """``run`` trained with ``t`` unless it is finished (holds an evaluation), resuming from its checkpoint if a
+    killed process left one there."""
+    if (run / EVAL).is_file():
+        return run
     resume = (run / CHECKPOINT).is_dir()
     if resume:
         log(f"{run}: resuming from its checkpoint")
     train(t, run, resume=resume)
+    return run
 
 
 def compose(lower: Path, upper: Path | None, out: Path, cfg: AlmiTrainConfig) -> dict:
