@@ -13,7 +13,9 @@ keys that differ, so one folder never mixes configurations. ``merge_stores`` poo
 Several processes may share one folder, even one seed: a job about to start is claimed with
 ``root/jobs/.<job name>.claim`` (created exclusively; pid and host), a job finished or claimed by another
 process meanwhile is left to it, and each process waits at the end for the jobs others hold, taking over
-those whose process has died (same host). A claim from another host is honoured until removed by hand.
+those whose process has died (same host). A process ended by Ctrl-C or SIGTERM releases its claims on the way
+out (SIGKILL cannot be caught: its claims wait for a takeover). A claim from another host is honoured until
+removed by hand.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ import itertools
 import json
 import os
 import re
+import signal
 import socket
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -275,20 +279,21 @@ def run_jobs(
                     told.add(job.name)
                 held.append(job)
 
-    try:
-        while True:
-            for job, result in backend.run(fn, mine(todo)):
-                results[job.name] = store.put(job, result)
+    with _exit_on_sigterm():
+        try:
+            while True:
+                for job, result in backend.run(fn, mine(todo)):
+                    results[job.name] = store.put(job, result)
+                    store.release(job.name)
+                    progress.update(len(results), job=job.name, **(metrics(results[job.name]) if metrics else {}))
+                if not held:
+                    break
+                time.sleep(poll_s)  # wait for the other processes' jobs; take over those whose process died
+                todo, held[:] = list(held), []
+                progress.update(len(results))
+        finally:
+            for job in jobs:
                 store.release(job.name)
-                progress.update(len(results), job=job.name, **(metrics(results[job.name]) if metrics else {}))
-            if not held:
-                break
-            time.sleep(poll_s)  # wait for the other processes' jobs; take over those whose process died
-            todo, held[:] = list(held), []
-            progress.update(len(results))
-    finally:
-        for job in jobs:
-            store.release(job.name)
     progress.close()
     return {job.name: results[job.name] for job in jobs}
 
@@ -315,6 +320,24 @@ def merge_stores(roots: list[str | Path], ignore: set[str] = frozenset()) -> tup
     if empty := [label for label, _, results in parts if not results]:
         raise ValueError(f"{empty[0]}: no job results (jobs/*.json) there")
     return pool(parts, ignore)
+
+
+@contextmanager
+def _exit_on_sigterm():
+    """While it lasts, SIGTERM (``kill``'s default) exits as Ctrl-C does, through ``finally`` blocks, so a study
+    killed that way releases its claims; outside the main thread, where no handler can be set, nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum, frame):
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _me() -> dict:

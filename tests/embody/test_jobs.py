@@ -113,6 +113,18 @@ def test_a_killed_run_resumes_to_the_uninterrupted_results(tmp_path):
     assert sorted(p.name for p in jobs_dir.iterdir()) == sorted(f"{n}.json" for n in whole)  # no temporaries left
 
 
+def test_a_study_terminated_by_sigterm_releases_its_claim(tmp_path):
+    script = STUDY.format(here=str(Path(__file__).parent)).replace('"sleep": 0.3', '"sleep": 60')
+    proc = subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "s")], stderr=subprocess.DEVNULL)
+    jobs_dir, deadline = tmp_path / "s" / "jobs", time.monotonic() + 60
+    while not list(jobs_dir.glob(".*.claim")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert list(jobs_dir.glob(".*.claim"))
+    proc.terminate()
+    assert proc.wait(timeout=30) == 128 + signal.SIGTERM  # exited through the handler, not killed by the signal
+    assert not list(jobs_dir.glob(".*"))
+
+
 def _claim_file(root: Path, name: str, pid: int, host: str | None = None) -> Path:
     path = root / "jobs" / f".{name}.claim"
     path.parent.mkdir(parents=True, exist_ok=True)
