@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from embody import exits
-from embody.commands import add_set, any_int, nonneg_int, positive_float, positive_int
+from embody.commands import add_set, any_int, nonneg_float, nonneg_int, positive_float, positive_int
 
 JUDGED = ("text", "visual", "fused", "fused+hindsight", "fused+foresight", "fused+foresight+hindsight")
-TEACHERS = ("scripted", *JUDGED, "person")
+TEACHERS = ("scripted", "scripted+foresight", *JUDGED, "person")
 
 
 def add_judge_arguments(p: argparse.ArgumentParser) -> None:
@@ -40,6 +40,7 @@ class Judges:
     repeats: int = 3
     port: int = 0  # the labelling page's (person)
     timeout_s: float = 3600.0  # how long the page waits for a person's labels per session
+    end_jitter: float = 0.0  # foresight's: std (m) of where arm-reach's trajectories end around the target
 
 
 @contextlib.contextmanager
@@ -53,8 +54,16 @@ def judge_teacher(cfg, teacher: str, judges: Judges) -> Iterator:
     from .hindsight import HindsightLoss
     from .judges import TextJudge, VisualJudge
     from .standins import text_standin, visual_standin
-    from .teacher import PRIMTTeacher
+    from .teacher import PRIMTTeacher, ScriptedForesight
 
+    if teacher == "scripted+foresight":  # the scripted plan: no judge is asked
+        from embody.policies.preference import ScriptedTeacher
+
+        plans = ForesightConfig(end_jitter=judges.end_jitter)
+        yield ScriptedForesight(
+            ScriptedTeacher.from_config(cfg.preference, cfg.seed), synthesize(cfg, None, plans, cfg.seed)
+        )
+        return
     if teacher not in (*JUDGED, "person"):
         yield None
         return
@@ -73,7 +82,7 @@ def judge_teacher(cfg, teacher: str, judges: Judges) -> Iterator:
             return url
 
         text = visual = foresight = None
-        parts, plans = teacher.split("+"), ForesightConfig()
+        parts, plans = teacher.split("+"), ForesightConfig(end_jitter=judges.end_jitter)
         fused = parts[0] == "fused"
         if teacher == "text" or fused:
             client = ChatClient(endpoint(judges.llm_url, text_standin, "text"), judges.llm_model)
@@ -158,6 +167,13 @@ def train_arguments(p: argparse.ArgumentParser) -> None:
     add_judge_arguments(p)
     p.add_argument("--repeats", type=positive_int, default=3, help="askings per pair, order swapped (default 3)")
     p.add_argument("--port", type=nonneg_int, default=8765, help="--teacher person: the page's port (0: any free)")
+    p.add_argument(
+        "--foresight-end-jitter",
+        type=nonneg_float,
+        default=0.0,
+        metavar="M",
+        help="arm-reach's foresight trajectories end this far (std, m, per axis) around the target (default 0)",
+    )
     p.add_argument("--steps", type=positive_int, help="total env steps")
     p.add_argument("--envs", type=positive_int, help="number of parallel envs")
     p.add_argument("--seed", type=any_int)
@@ -174,6 +190,7 @@ def run_train(args) -> int:
     if (out / "checkpoint").exists():
         raise exits.CommandError(f"{out} already holds a run; choose another --out")
     where = Judges(args.llm_url, args.llm_model, args.vlm_url, args.vlm_model, args.repeats, args.port)
+    where.end_jitter = args.foresight_end_jitter
     with judge_teacher(cfg, args.teacher, where) as teacher:
         summary = train(cfg, out, teacher=teacher)
         judges = {

@@ -49,6 +49,7 @@ class ForesightConfig:
     jitter: float = 0.05  # std of each waypoint coordinate in the start–target frame
     speed: tuple[float, float] = (0.01, 0.04)  # m per control step the tip's setpoint moves, drawn per episode
     reach: float = 0.015  # m: a waypoint is passed once the tip is this close
+    end_jitter: float = 0.0  # m: std of the last waypoint's offset from the target per axis (0: the target itself)
     stats: PlanStats = field(default_factory=PlanStats)
 
 
@@ -143,6 +144,7 @@ class _ArmTracker:
         frame = plan[None] + config.jitter * rng.standard_normal((len(obs), *plan.shape))
         frame[:, -1] = 1.0  # the last waypoint is the target itself
         self.waypoints = start[:, None] + frame * (target - start)[:, None]  # (n, m, 3)
+        self.waypoints[:, -1] += config.end_jitter * rng.standard_normal((len(obs), 3))
         self.speed = rng.uniform(*config.speed, (len(obs), 1))
         self.next = np.zeros(len(obs), int)
         self.setpoint = start.astype(float)

@@ -5,9 +5,11 @@ Arms: ``true`` (SAC on the env's reward: the upper bound), ``scripted`` (B-Pref'
 no noise by default), ``text``, ``visual`` and ``fused`` (the text judge, the visual judge, both fused: the
 information-limited stand-ins on loopback, or the models at ``llm_url`` / ``vlm_url``), ``fused+hindsight``
 (fused, with hindsight's causal loss), ``fused+foresight+hindsight`` (also foresight trajectories in the query
-buffer; ``fused+foresight`` is a valid arm for the ablation). Each job trains one arm at one budget into OUT/runs/JOB/ and keeps its evaluation and its last
-metrics row (feedback kept, the labels' agreement with the true reward, the reward model's Spearman correlation
-with the true segment returns on fresh segments of the final policy's experience) and the judge's counters.
+buffer). Valid for ablations: ``fused+foresight`` and ``scripted+foresight`` (the scripted teacher with the
+scripted plan's foresight). Each job trains one arm at one budget into OUT/runs/JOB/ and keeps its evaluation and
+its last metrics row (feedback kept, the labels' agreement with the true reward, the reward model's Spearman
+correlation with the true segment returns on fresh segments of the final policy's experience) and the judge's
+counters.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 
 from embody.jobs import Job, JobStore, run_jobs
 
-from .cli import JUDGED
+from .cli import TEACHERS
 
 ARMS = ("true", "scripted", "text", "visual", "fused", "fused+hindsight", "fused+foresight+hindsight")
 
@@ -124,7 +126,7 @@ def run_study(cfg: StudyConfig, out: Path, command: str, log=print) -> dict:
     from .report import write
 
     for arm in cfg.arms:
-        if arm not in (valid := ("true", "scripted", *JUDGED)):
+        if arm not in (valid := ("true", *(t for t in TEACHERS if t != "person"))):
             raise ValueError(f"unknown arm {arm!r}; valid: {', '.join(valid)}")
     store = JobStore(out, asdict(replace(cfg, seeds=[])))
     results = run_jobs(partial(run_job, cfg, out), jobs(cfg), store, label="primt study", log=log)

@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from embody.policies.preference import ScriptedTeacher
+
 from .foresight import PlanStats
 from .fusion import FusionWeights, fuse
 from .hindsight import HindsightLoss
@@ -40,3 +42,19 @@ class PRIMTTeacher:
         if self.foresight is not None:
             out["foresight"] = {"trajectories": len(self.foresight["rewards"]), **asdict(self.plans or PlanStats())}
         return out
+
+
+@dataclass
+class ScriptedForesight:
+    """The core's scripted teacher (B-Pref, from the env's reward) with foresight trajectories in the query buffer:
+    what foresight's coverage does to the learned reward, apart from what the judges' labels do."""
+
+    scripted: ScriptedTeacher
+    foresight: dict[str, np.ndarray]  # picked up by the core's preference learner
+    plans: PlanStats = field(default_factory=PlanStats)
+
+    def label(self, pairs: dict[str, np.ndarray]) -> np.ndarray:
+        return self.scripted.label(pairs)
+
+    def stats(self) -> dict[str, dict[str, int]]:
+        return {"foresight": {"trajectories": len(self.foresight["rewards"]), **asdict(self.plans)}}

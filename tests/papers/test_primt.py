@@ -370,3 +370,29 @@ def test_foresight_tracks_the_judges_plan_and_swings_up_and_a_bad_plan_falls_bac
         bad = ForesightConfig().stats
         assert ask_plan(ChatClient(prose.url, "m"), "task", bad).tolist() == STRAIGHT
     assert (bad.asked, bad.parsed, bad.fallback) == (1, 0, 1) and PLAN["waypoints"][-1] == [1.0, 1.0, 1.0]
+
+
+def test_foresight_ends_scattered_around_the_target_with_end_jitter():
+    from embody.papers.primt.foresight import ForesightConfig, synthesize
+    from embody.train import resolve_config
+
+    def final_distance(jitter: float) -> np.ndarray:
+        reach = synthesize(resolve_config("arm-reach"), None, ForesightConfig(trajectories=16, end_jitter=jitter))
+        return np.linalg.norm(reach["obs"][:, -1, 14:17] - reach["obs"][:, -1, 27:30], axis=1)
+
+    exact, scattered = final_distance(0.0), final_distance(0.02)
+    assert np.median(exact) < 0.01 and 0.015 < np.median(scattered) < 0.06  # 0.02 · √3 ≈ 0.035 expected
+
+
+def test_the_scripted_teacher_with_foresight_mixes_purposeful_segments_into_its_queries(tmp_path):
+    from embody.cli import main
+    from embody.papers.primt.study import for_scale
+
+    out = tmp_path / "run"
+    sets = for_scale("tiny").sets
+    argv = ["primt", "train", "cartpole-swingup", "--teacher", "scripted+foresight", "--envs", "4", "--steps", "800"]
+    assert main(argv + ["--out", str(out)] + [x for s in sets for x in ("--set", s)]) == 0
+    judges = json.loads((out / "judges.json").read_text())
+    assert judges["foresight"] == {"trajectories": 200, "asked": 0, "parsed": 0, "fallback": 0}  # no judge asked
+    last = json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])
+    assert last["feedback"] == 16 and last["label_agreement"] == 1.0 and last["foresight_queries"] > 0
