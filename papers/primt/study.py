@@ -8,14 +8,15 @@ information-limited stand-ins on loopback, or the models at ``llm_url`` / ``vlm_
 buffer). Valid for ablations: ``fused+foresight`` and ``scripted+foresight`` (the scripted teacher with the
 scripted plan's foresight). Each job trains one arm at one budget into OUT/runs/JOB/ and keeps its evaluation and
 its last metrics row (feedback kept, the labels' agreement with the true reward, the reward model's Spearman
-correlation with the true segment returns on fresh segments of the final policy's experience) and the judge's
-counters.
+correlation with the true segment returns on fresh segments of the final policy's experience, the queries that
+held a foresight segment) and the judge's counters. A folder's jobs share every setting that changes a job's
+result; the seeds, tasks, arms and budgets only choose jobs, so a folder takes more of them later.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 
@@ -37,6 +38,7 @@ class StudyConfig:
     steps: int = 80_000
     envs: int = 16
     repeats: int = 3  # askings per pair, order swapped
+    end_jitter: float = 0.0  # foresight's (``ForesightConfig.end_jitter``): where arm-reach's trajectories end
     llm_url: str | None = None  # None: the stand-in
     llm_model: str = "judge"
     vlm_url: str | None = None  # None: the stand-in
@@ -104,12 +106,12 @@ def run_job(cfg: StudyConfig, out: Path, params: dict) -> dict:
     sets = cfg.sets + ([] if arm == "true" else [f"preference.budget={budget}", f"preference.teacher={arm}"])
     tc = resolve_config(task, None, sets, algo="sac", n_envs=cfg.envs, steps=cfg.steps, seed=seed)
     run = out / "runs" / f"seed{seed}-{task}-{arm}-b{budget}"
-    where = Judges(cfg.llm_url, cfg.llm_model, cfg.vlm_url, cfg.vlm_model, cfg.repeats)
+    where = Judges(cfg.llm_url, cfg.llm_model, cfg.vlm_url, cfg.vlm_model, cfg.repeats, end_jitter=cfg.end_jitter)
     with judge_teacher(tc, arm, where) as teacher:
         summary = train(tc, run, teacher=teacher)
         judges = teacher.stats() if teacher else {}
     last = json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])
-    keep = ("feedback", "label_agreement", "reward_accuracy", "reward_spearman")
+    keep = ("feedback", "label_agreement", "reward_accuracy", "reward_spearman", "foresight_queries")
     return params | {
         "return": summary["return_mean"],
         "return_fraction_of_max": summary["return_fraction_of_max"],
@@ -128,6 +130,8 @@ def run_study(cfg: StudyConfig, out: Path, command: str, log=print) -> dict:
     for arm in cfg.arms:
         if arm not in (valid := ("true", *(t for t in TEACHERS if t != "person"))):
             raise ValueError(f"unknown arm {arm!r}; valid: {', '.join(valid)}")
-    store = JobStore(out, asdict(replace(cfg, seeds=[])))
+    # what a job computes; the seeds, tasks, arms and budgets only choose the jobs, so a folder takes more of them
+    choice = ("seeds", "tasks", "arms", "budgets")
+    store = JobStore(out, {k: v for k, v in asdict(cfg).items() if k not in choice})
     results = run_jobs(partial(run_job, cfg, out), jobs(cfg), store, label="primt study", log=log)
     return write(list(results.values()), asdict(cfg), out, command, log)

@@ -147,6 +147,12 @@ def test_the_tiny_study_writes_its_report_and_resumes(tmp_path, capsys):
     capsys.readouterr()
     assert main(["primt", "study", "--scale", "tiny", "--out", str(out)]) == 0
     assert "resuming: 7 of 7 jobs" in capsys.readouterr().err
+    more = ["--set", "arms=[scripted,scripted+foresight]"]  # the arms choose jobs: the folder takes another
+    assert main(["primt", "study", "--scale", "tiny", "--out", str(out), *more]) == 0
+    assert "resuming: 1 of 2 jobs" in capsys.readouterr().err
+    added = json.loads((out / "jobs" / "seed0-cartpole-swingup-scripted+foresight-b16.json").read_text())["result"]
+    assert added["judges"] == {"foresight": {"trajectories": 200, "asked": 0, "parsed": 0, "fallback": 0}}
+    assert added["feedback"] == 16 and added["label_agreement"] == 1.0 and added["foresight_queries"] > 0
 
 
 def test_keyframes_keep_the_ends_held_poses_and_change_points():
@@ -382,17 +388,3 @@ def test_foresight_ends_scattered_around_the_target_with_end_jitter():
 
     exact, scattered = final_distance(0.0), final_distance(0.02)
     assert np.median(exact) < 0.01 and 0.015 < np.median(scattered) < 0.06  # 0.02 · √3 ≈ 0.035 expected
-
-
-def test_the_scripted_teacher_with_foresight_mixes_purposeful_segments_into_its_queries(tmp_path):
-    from embody.cli import main
-    from embody.papers.primt.study import for_scale
-
-    out = tmp_path / "run"
-    sets = for_scale("tiny").sets
-    argv = ["primt", "train", "cartpole-swingup", "--teacher", "scripted+foresight", "--envs", "4", "--steps", "800"]
-    assert main(argv + ["--out", str(out)] + [x for s in sets for x in ("--set", s)]) == 0
-    judges = json.loads((out / "judges.json").read_text())
-    assert judges["foresight"] == {"trajectories": 200, "asked": 0, "parsed": 0, "fallback": 0}  # no judge asked
-    last = json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])
-    assert last["feedback"] == 16 and last["label_agreement"] == 1.0 and last["foresight_queries"] > 0
