@@ -2,11 +2,11 @@
 teacher, over seeds, as resumable jobs of the core runner (``embody.jobs``).
 
 Arms: ``true`` (SAC on the env's reward: the upper bound), ``scripted`` (B-Pref's teacher from the true reward,
-no noise by default), ``text``, ``visual`` and ``fused`` (the text judge, the visual judge, both fused: the
-information-limited stand-ins on loopback, or the models at ``llm_url`` / ``vlm_url``), ``fused+hindsight``
-(fused, with hindsight's causal loss), ``fused+foresight+hindsight`` (also foresight trajectories in the query
-buffer). Valid for ablations: ``fused+foresight`` and ``scripted+foresight`` (the scripted teacher with the
-scripted plan's foresight). Each job trains one arm at one budget into OUT/runs/JOB/ and keeps its evaluation and
+no noise by default), ``scripted+foresight`` (the same with the scripted plan's foresight trajectories in the query
+buffer), ``text``, ``visual`` and ``fused`` (the text judge, the visual judge, both fused: the information-limited
+stand-ins on loopback, or the models at ``llm_url`` / ``vlm_url``), ``fused+hindsight`` (fused, with hindsight's
+causal loss), ``fused+foresight+hindsight`` (also foresight trajectories in the query buffer; ``fused+foresight``
+is a valid arm for the ablation). Each job trains one arm at one budget into OUT/runs/JOB/ and keeps its evaluation and
 its last metrics row (feedback kept, the labels' agreement with the true reward, the reward model's Spearman
 correlation with the true segment returns on fresh segments of the final policy's experience, the queries that
 held a foresight segment) and the judge's counters. A folder's jobs share every setting that changes a job's
@@ -24,7 +24,16 @@ from embody.jobs import Job, JobStore, run_jobs
 
 from .cli import TEACHERS
 
-ARMS = ("true", "scripted", "text", "visual", "fused", "fused+hindsight", "fused+foresight+hindsight")
+ARMS = (
+    "true",
+    "scripted",
+    "scripted+foresight",
+    "text",
+    "visual",
+    "fused",
+    "fused+hindsight",
+    "fused+foresight+hindsight",
+)
 
 
 @dataclass

@@ -135,24 +135,35 @@ def test_the_tiny_study_writes_its_report_and_resumes(tmp_path, capsys):
     assert main(["primt", "study", "--scale", "tiny", "--out", str(out)]) == 0
     result = json.loads((out / "results.json").read_text())
     arms = {(e["arm"], e["budget"]) for e in result["table"]}
-    judged = ("scripted", "text", "visual", "fused", "fused+hindsight", "fused+foresight+hindsight")
+    judged = (
+        "scripted",
+        "scripted+foresight",
+        "text",
+        "visual",
+        "fused",
+        "fused+hindsight",
+        "fused+foresight+hindsight",
+    )
     assert arms == {("true", 0), *((a, 16) for a in judged)}
     text = next(e for e in result["table"] if e["arm"] == "text")
     assert text["judges"]["text"]["asked"] == 2 * 16 and text["feedback"] == 16
     foresight = next(e for e in result["table"] if e["arm"] == "fused+foresight+hindsight")
     assert foresight["judges"]["foresight"]["trajectories"] == 200
+    scripted = next(e for e in result["table"] if e["arm"] == "scripted+foresight")  # no judge asked for a plan
+    assert scripted["judges"] == {"foresight": {"trajectories": 200, "asked": 0, "parsed": 0, "fallback": 0}}
+    assert scripted["label_agreement"] == 1.0 and scripted["foresight_queries"] > 0
     assert (out / "return_vs_budget.png").stat().st_size > 0 and "| cartpole-swingup | text | 16 |" in (
         out / "report.md"
     ).read_text()
     capsys.readouterr()
     assert main(["primt", "study", "--scale", "tiny", "--out", str(out)]) == 0
-    assert "resuming: 7 of 7 jobs" in capsys.readouterr().err
-    more = ["--set", "arms=[scripted,scripted+foresight]"]  # the arms choose jobs: the folder takes another
+    assert "resuming: 8 of 8 jobs" in capsys.readouterr().err
+    more = ["--set", "arms=[scripted]", "--set", "budgets=[16,8]"]  # they choose jobs: the folder takes another
     assert main(["primt", "study", "--scale", "tiny", "--out", str(out), *more]) == 0
-    assert "resuming: 1 of 2 jobs" in capsys.readouterr().err
-    added = json.loads((out / "jobs" / "seed0-cartpole-swingup-scripted+foresight-b16.json").read_text())["result"]
-    assert added["judges"] == {"foresight": {"trajectories": 200, "asked": 0, "parsed": 0, "fallback": 0}}
-    assert added["feedback"] == 16 and added["label_agreement"] == 1.0 and added["foresight_queries"] > 0
+    assert (
+        "resuming: 1 of 2 jobs" in capsys.readouterr().err
+        and (out / "jobs" / "seed0-cartpole-swingup-scripted-b8.json").exists()
+    )
 
 
 def test_keyframes_keep_the_ends_held_poses_and_change_points():
