@@ -1,7 +1,7 @@
 """``embody primt train TASK --teacher scripted|text|visual|fused [--llm-url URL] [--vlm-url URL]``: SAC on a
 reward learned from one teacher's preferences (``embody.policies.preference``). A judge without its URL is the
 information-limited stand-in (``standins.py``) served on loopback; the judges' counters land in
-``RUN/judges.json``.
+``RUN/judges.json``. ``scripted+foresight``: the core's scripted teacher with foresight's query buffer.
 ``embody primt study --scale tiny|paper``: the study (``study.py``)."""
 
 from __future__ import annotations
