@@ -59,9 +59,9 @@ def judge_teacher(cfg, teacher: str, judges: Judges) -> Iterator:
     if teacher == "scripted+foresight":  # the scripted plan: no judge is asked
         from embody.policies.preference import ScriptedTeacher
 
-        plans = ForesightConfig(end_jitter=judges.end_jitter)
+        config = ForesightConfig(end_jitter=judges.end_jitter)
         yield ScriptedForesight(
-            ScriptedTeacher.from_config(cfg.preference, cfg.seed), synthesize(cfg, None, plans, cfg.seed)
+            ScriptedTeacher.from_config(cfg.preference, cfg.seed), synthesize(cfg, None, config, cfg.seed)
         )
         return
     if teacher not in (*JUDGED, "person"):

@@ -6,10 +6,10 @@ no noise by default), ``scripted+foresight`` (the same with the scripted plan's 
 buffer), ``text``, ``visual`` and ``fused`` (the text judge, the visual judge, both fused: the information-limited
 stand-ins on loopback, or the models at ``llm_url`` / ``vlm_url``), ``fused+hindsight`` (fused, with hindsight's
 causal loss), ``fused+foresight+hindsight`` (also foresight trajectories in the query buffer; ``fused+foresight``
-is a valid arm for the ablation). Each job trains one arm at one budget into OUT/runs/JOB/ and keeps its evaluation and
-its last metrics row (feedback kept, the labels' agreement with the true reward, the reward model's Spearman
-correlation with the true segment returns on fresh segments of the final policy's experience, the queries that
-held a foresight segment) and the judge's counters. A folder's jobs share every setting that changes a job's
+is a valid arm for the ablation). Each job trains one arm at one budget into OUT/runs/JOB/ and keeps its
+evaluation and its last metrics row (feedback kept, the labels' agreement with the true reward, the reward model's
+Spearman correlation with the true segment returns on fresh segments of the final policy's experience, the
+queries that held a foresight segment) and the judge's counters. A folder's jobs share every setting that changes a job's
 result; the seeds, tasks, arms and budgets only choose jobs, so a folder takes more of them later.
 """
 

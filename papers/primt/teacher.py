@@ -51,10 +51,9 @@ class ScriptedForesight:
 
     scripted: ScriptedTeacher
     foresight: dict[str, np.ndarray]  # picked up by the core's preference learner
-    plans: PlanStats = field(default_factory=PlanStats)
 
     def label(self, pairs: dict[str, np.ndarray]) -> np.ndarray:
         return self.scripted.label(pairs)
 
-    def stats(self) -> dict[str, dict[str, int]]:
-        return {"foresight": {"trajectories": len(self.foresight["rewards"]), **asdict(self.plans)}}
+    def stats(self) -> dict[str, dict[str, int]]:  # the scripted plan: no judge asked
+        return {"foresight": {"trajectories": len(self.foresight["rewards"]), **asdict(PlanStats())}}
