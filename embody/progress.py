@@ -32,7 +32,7 @@ class Progress:
         """The progress line: bar, fraction, done/total, rate, elapsed < ETA, then ``metrics``."""
         elapsed = time.perf_counter() - self.start
         rate = (self.done - (self.first or 0.0)) / elapsed if elapsed > 0 else 0.0
-        eta = (self.total - self.done) / rate if rate > 0 else float("inf")
+        eta = max(self.total - self.done, 0.0) / rate if rate > 0 else float("inf")  # vector steps overshoot
         frac = min(self.done / self.total, 1.0) if self.total else 1.0
         if self.max_time_s and self.max_time_s - elapsed < eta:  # the time budget ends it first
             eta, frac = max(self.max_time_s - elapsed, 0.0), min(elapsed / self.max_time_s, 1.0)

@@ -26,3 +26,12 @@ def test_a_resumed_count_does_not_inflate_the_rate():
     p.start -= 10
     p.update(1100)
     assert "| 10 steps/s |" in out.getvalue().splitlines()[-1]
+
+
+def test_a_count_past_the_total_shows_no_time_left():
+    out = io.StringIO()
+    p = Progress(1000, label="train", stream=out, every=0)
+    p.update(0)
+    p.start -= 10
+    p.update(1024)  # the last vector step overshoots
+    assert "100.0% 1,024/1,000" in out.getvalue() and "< 00:00 |" in out.getvalue()
