@@ -13,6 +13,10 @@ from embody.stats import add_means, ci_cell
 
 METRICS = ("return", "label_agreement", "reward_spearman", "feedback", "foresight_queries")
 BAR = {"spearman": 0.8, "return": 0.8}  # the bar for the scripted teacher at 0 % error
+COUNTERS = {  # the report's counter columns per kind
+    "judge": ("asked", "decisive", "unsure", "unparseable", "errors"),
+    "foresight": ("asked", "parsed", "fallback"),
+}
 
 
 def summarize(rows: list[dict]) -> list[dict]:
@@ -70,12 +74,12 @@ def markdown(r: dict) -> str:
         "experience.",
         "",
         "| task | arm | budget | return | of true | labels agree | Spearman | labels kept | judges: asked / decisive "
-        "/ unsure / unparseable / errors |",
+        "/ unsure / unparseable / errors (foresight: plans asked / parsed / fallback) |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for e in r["table"]:
         counts = "; ".join(
-            f"{kind} " + " / ".join(str(c.get(k, 0)) for k in ("asked", "decisive", "unsure", "unparseable", "errors"))
+            f"{kind} " + " / ".join(str(c.get(k, 0)) for k in COUNTERS.get(kind, COUNTERS["judge"]))
             for kind, c in e["judges"].items()
         )
         lines.append(

@@ -152,6 +152,7 @@ def test_the_tiny_study_writes_its_report_and_resumes(tmp_path, capsys):
     scripted = next(e for e in result["table"] if e["arm"] == "scripted+foresight")  # no judge asked for a plan
     assert scripted["judges"] == {"foresight": {"trajectories": 200, "asked": 0, "parsed": 0, "fallback": 0}}
     assert scripted["label_agreement"] == 1.0 and scripted["foresight_queries"] > 0
+    assert "| foresight 0 / 0 / 0 |" in (out / "report.md").read_text()  # plans asked / parsed / fallback
     assert (out / "return_vs_budget.png").stat().st_size > 0 and "| cartpole-swingup | text | 16 |" in (
         out / "report.md"
     ).read_text()
