@@ -31,7 +31,8 @@ def add_judge_arguments(p: argparse.ArgumentParser) -> None:
 
 @dataclass
 class Judges:
-    """Where the judges are: an endpoint and model name each (None: the stand-in on loopback)."""
+    """Where the judges are: an endpoint and model name each (None: the stand-in on loopback); the person's page and
+    foresight's settings."""
 
     llm_url: str | None = None
     llm_model: str = "judge"
@@ -56,12 +57,12 @@ def judge_teacher(cfg, teacher: str, judges: Judges) -> Iterator:
     from .standins import text_standin, visual_standin
     from .teacher import PRIMTTeacher, ScriptedForesight
 
+    plans = ForesightConfig(end_jitter=judges.end_jitter)
     if teacher == "scripted+foresight":  # the scripted plan: no judge is asked
         from embody.policies.preference import ScriptedTeacher
 
-        config = ForesightConfig(end_jitter=judges.end_jitter)
         yield ScriptedForesight(
-            ScriptedTeacher.from_config(cfg.preference, cfg.seed), synthesize(cfg, None, config, cfg.seed)
+            ScriptedTeacher.from_config(cfg.preference, cfg.seed), synthesize(cfg, None, plans, cfg.seed)
         )
         return
     if teacher not in (*JUDGED, "person"):
@@ -82,7 +83,7 @@ def judge_teacher(cfg, teacher: str, judges: Judges) -> Iterator:
             return url
 
         text = visual = foresight = None
-        parts, plans = teacher.split("+"), ForesightConfig(end_jitter=judges.end_jitter)
+        parts = teacher.split("+")
         fused = parts[0] == "fused"
         if teacher == "text" or fused:
             client = ChatClient(endpoint(judges.llm_url, text_standin, "text"), judges.llm_model)
