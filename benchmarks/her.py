@@ -8,9 +8,11 @@ deterministic episodes is measured every ``--every`` env steps. Reported: succes
 over seeds), wall time and env-steps/s, in one run. Each (task, seed, side) is a job kept in ``--out``'s job
 store as it finishes, so a long comparison runs as seed jobs (``--seed S``, ``--workers``) and resumes.
 ``--init torch`` starts embody's networks from ``nn.Linear``'s initialization, as SB3's are, instead of orthogonal.
-``--sides embody sb3 swap reverse`` adds two more: ``swap``, SB3's collection, ``HerReplayBuffer`` and
+``--sides embody sb3 swap reverse glued`` adds three more: ``swap``, SB3's collection, ``HerReplayBuffer`` and
 ``VecNormalize`` feeding embody's policy and update, and ``reverse``, embody's collection, ``HERBuffer`` and
 normalizer feeding SB3's policy and update; together they tell whether a gap lies on the data or the update side.
+``glued`` is their control: SB3's data side feeding a second SB3 SAC (over the flat observation) through the
+swap's glue; learning as ``sb3`` does, it clears the glue.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ import numpy as np
 
 from .sac import embody_config, sb3_kwargs
 
-SIDES = ("embody", "sb3", "swap", "reverse")  # swap: SB3's data, embody's update; reverse: the other way round
+# swap: SB3's data, embody's update; reverse: the other way round; glued: SB3's data and update through swap's glue
+SIDES = ("embody", "sb3", "swap", "reverse", "glued")
 
 
 def settings(args) -> dict:
@@ -71,9 +74,9 @@ def run_ours(s: dict, seed: int, reverse: bool = False) -> dict:
     return {"curve": curve, "time_s": elapsed, "env_steps_per_s": sac.env_steps / elapsed}
 
 
-def run_sb3(s: dict, seed: int, swap: bool = False) -> dict:
+def run_sb3(s: dict, seed: int, side: str = "sb3") -> dict:
     """SB3's side; ``swap``: its data side (collection, ``HerReplayBuffer``, ``VecNormalize``) feeding embody's
-    policy and update (``_embody_update_on``)."""
+    policy and update (``_embody_update_on``); ``glued``: feeding a second SB3 SAC through the same glue."""
     import gymnasium as gym
     from stable_baselines3 import SAC, HerReplayBuffer
     from stable_baselines3.common.callbacks import BaseCallback
@@ -84,7 +87,8 @@ def run_sb3(s: dict, seed: int, swap: bool = False) -> dict:
     _load_registries(s["task"])
     venv = VecNormalize(DummyVecEnv([lambda: gym.make(s["task"])] * s["envs"]), norm_reward=False, gamma=s["gamma"])
     probe = gym.make(s["task"])
-    model = (_embody_update_on(SAC, s) if swap else SAC)(
+    learner = {"swap": "embody", "glued": "sb3"}.get(side)
+    model = (_embody_update_on(SAC, s, learner) if learner else SAC)(
         "MultiInputPolicy",
         venv,
         **sb3_kwargs(s, seed),
@@ -122,10 +126,65 @@ def run_sb3(s: dict, seed: int, swap: bool = False) -> dict:
     return {"curve": curve, "time_s": elapsed, "env_steps_per_s": s["steps"] / elapsed}
 
 
-def _embody_update_on(sb3_sac: type, s: dict) -> type:
+class _Handed:
+    """A replay buffer that hands back the batch the other side sampled."""
+
+    batch = None
+
+    def sample(self, *_, **__):
+        return self.batch
+
+
+def _flat_sb3(obs_size: int, action_size: int, s: dict, seed: int):
+    """SB3's SAC (``MlpPolicy``) over a flat observation, trained by ``_sb3_step`` on batches handed to it."""
+    import gymnasium as gym
+    from stable_baselines3 import SAC
+    from stable_baselines3.common.logger import configure
+
+    class Spaces(gym.Env):  # SB3 builds its networks from an env's spaces; this one is never stepped
+        def __init__(self):
+            self.observation_space = gym.spaces.Box(-np.inf, np.inf, (obs_size,), np.float32)
+            self.action_space = gym.spaces.Box(-1.0, 1.0, (action_size,), np.float32)
+
+    model = SAC("MlpPolicy", Spaces(), **sb3_kwargs(s, seed), buffer_size=1)
+    model.set_logger(configure(None, []))
+    model.replay_buffer = _Handed()
+    return model
+
+
+def _sb3_step(model, obs, actions, next_obs, done, reward) -> None:
+    """One of SB3's gradient steps (``SAC.train``) on a given batch; ``done`` and ``reward`` (B,)."""
+    from stable_baselines3.common.type_aliases import ReplayBufferSamples
+
+    model.replay_buffer.batch = ReplayBufferSamples(obs, actions, next_obs, done[:, None], reward[:, None], None)
+    model.train(gradient_steps=1, batch_size=len(reward))
+
+
+class _SB3Learner:
+    """``_flat_sb3`` driven as embody's SAC is driven by the swap (``policy.act``, ``buffer.batch``, ``update()``):
+    the ``glued`` side's learner."""
+
+    def __init__(self, obs_size: int, action_size: int, s: dict, seed: int):
+        self.sb3, self.buffer, self.updates, self.policy = _flat_sb3(obs_size, action_size, s, seed), _Handed(), 0, self
+
+    def act(self, obs, deterministic: bool = True):
+        import torch
+
+        with torch.no_grad():
+            return self.sb3.actor(obs, deterministic=deterministic)
+
+    def update(self) -> dict[str, float]:
+        b = self.buffer.batch
+        _sb3_step(self.sb3, b["obs"], b["actions"], b["next_obs"], b["terminal"], b["rewards"])
+        self.updates += 1
+        return {}
+
+
+def _embody_update_on(sb3_sac: type, s: dict, learner: str = "embody") -> type:
     """SB3's SAC whose actions and gradient steps are embody's (``SACPolicy`` without its normalizer, ``SAC.update``
     on each batch SB3's ``HerReplayBuffer`` samples, normalized by ``VecNormalize``): the data side SB3's, the update
-    side embody's, to tell on which side the two differ."""
+    side embody's, to tell on which side the two differ. ``learner="sb3"``: a second SB3 SAC over the flat
+    observation in embody's place (the ``glued`` side), so that the glue itself is measured."""
     import torch
 
     from embody.policies.sac import SAC, SACPolicy
@@ -135,19 +194,20 @@ def _embody_update_on(sb3_sac: type, s: dict) -> type:
     def flat(obs: dict) -> torch.Tensor:
         return torch.cat([torch.as_tensor(obs[k], dtype=torch.float32) for k in keys], -1)
 
-    class Handed:  # embody's buffer, replaced by the batch SB3 sampled
-        batch: dict = {}
-
-        def sample(self, *_):
-            return self.batch
-
     class Swapped(sb3_sac):
         def _setup_model(self) -> None:
             super()._setup_model()
-            size = sum(self.observation_space[k].shape[0] for k in keys)
-            policy = SACPolicy(size, self.action_space.shape[0], s["hidden"], normalize_obs=False, init=s["init"])
-            self.ours = SAC(None, policy, embody_config(s, buffer_size=1), seed=self.seed or 0)
-            self.ours.buffer = Handed()
+            size, actions, seed = (
+                sum(self.observation_space[k].shape[0] for k in keys),
+                self.action_space.shape[0],
+                self.seed or 0,
+            )
+            if learner == "sb3":
+                self.ours = _SB3Learner(size, actions, s, seed)
+                return
+            policy = SACPolicy(size, actions, s["hidden"], normalize_obs=False, init=s["init"])
+            self.ours = SAC(None, policy, embody_config(s, buffer_size=1), seed=seed)
+            self.ours.buffer = _Handed()
 
         def predict(self, observation, state=None, episode_start=None, deterministic=False):
             return self.ours.policy.act(flat(observation), deterministic=deterministic).numpy(), None
@@ -171,31 +231,12 @@ def _sb3_update_on(embody_sac: type, s: dict, seed: int) -> type:
     """embody's SAC whose actions and gradient steps are SB3's (its actor for ``policy.act``, ``SAC.train`` on each
     batch embody's ``HERBuffer`` samples, normalized by embody's running statistics): ``_embody_update_on``
     reversed."""
-    import gymnasium as gym
     import torch
-    from stable_baselines3 import SAC
-    from stable_baselines3.common.logger import configure
-    from stable_baselines3.common.type_aliases import ReplayBufferSamples
-
-    class Spaces(gym.Env):  # SB3 builds its networks from an env's spaces; this one is never stepped
-        def __init__(self, obs_size: int, action_size: int):
-            self.observation_space = gym.spaces.Box(-np.inf, np.inf, (obs_size,), np.float32)
-            self.action_space = gym.spaces.Box(-1.0, 1.0, (action_size,), np.float32)
-
-    class Handed:  # SB3's replay buffer, replaced by the batch embody sampled
-        batch: ReplayBufferSamples | None = None
-
-        def sample(self, *_, **__):
-            return self.batch
 
     class Reversed(embody_sac):
         def __init__(self, env, policy, config, seed: int = 0):
             super().__init__(env, policy, config, seed=seed)
-            self.sb3 = SAC(
-                "MlpPolicy", Spaces(policy.obs_size, policy.action_size), **sb3_kwargs(s, seed), buffer_size=1
-            )
-            self.sb3.set_logger(configure(None, []))
-            self.sb3.replay_buffer = Handed()
+            self.sb3 = _flat_sb3(policy.obs_size, policy.action_size, s, seed)
             actor, norm = self.sb3.actor, policy.obs_norm
 
             def act(obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
@@ -206,11 +247,7 @@ def _sb3_update_on(embody_sac: type, s: dict, seed: int) -> type:
 
         def update(self) -> dict[str, float]:
             b, norm = self.buffer.sample(self.config.batch_size, self.rng, self.device), self.policy.obs_norm
-            done, reward = b["terminal"][:, None], b["rewards"][:, None]
-            self.sb3.replay_buffer.batch = ReplayBufferSamples(
-                norm(b["obs"]), b["actions"], norm(b["next_obs"]), done, reward, None
-            )
-            self.sb3.train(gradient_steps=1, batch_size=self.config.batch_size)
+            _sb3_step(self.sb3, norm(b["obs"]), b["actions"], norm(b["next_obs"]), b["terminal"], b["rewards"])
             self.updates += 1
             return {}
 
@@ -224,7 +261,7 @@ def run_job(s: dict, params: dict) -> dict:
     torch.set_num_threads(1)
     task, seed, side = {**s, "task": params["task"]}, params["seed"], params["side"]
     ours = side in ("embody", "reverse")
-    result = run_ours(task, seed, reverse=side == "reverse") if ours else run_sb3(task, seed, swap=side == "swap")
+    result = run_ours(task, seed, reverse=side == "reverse") if ours else run_sb3(task, seed, side)
     return {**params, **result}
 
 
@@ -263,7 +300,8 @@ def main(argv: list[str]) -> int:
         nargs="+",
         choices=SIDES,
         default=["embody", "sb3"],
-        help="swap: SB3's collection, HER buffer and normalization feeding embody's policy and update",
+        help="swap: SB3's collection, HER buffer and normalization feeding embody's policy and update; reverse: "
+        "the other way round; glued: SB3's feeding SB3's through swap's glue",
     )
     p.add_argument("--out", help="the results folder (resumed when it holds runs)")
     args = p.parse_args(argv)
@@ -304,7 +342,7 @@ def _plot(results: list[dict], path: Path) -> None:
     tasks = list(dict.fromkeys(r["task"] for r in results))
     fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.5), squeeze=False)
     for ax, task in zip(axes[0], tasks):
-        for side, color in zip(SIDES, ("C0", "C1", "C2")):
+        for side, color in zip(SIDES, ("C0", "C1", "C2", "C3", "C4")):
             runs = [r for r in results if r["task"] == task and r["side"] == side and r["curve"]]
             for r in runs:
                 ax.plot(*zip(*r["curve"]), color=color, alpha=0.3, lw=0.8)

@@ -60,6 +60,37 @@ def test_the_swap_side_trains_embodys_policy_on_sb3s_her_batches():
     assert action.shape == (1, 4) and abs(action).max() <= 1
 
 
+def test_the_glued_side_trains_a_second_sb3_sac_on_sb3s_her_batches():
+    """``--sides glued`` (the swap's control): SB3 collects, relabels and normalizes; a second SB3 SAC over the flat
+    observation acts and learns through the swap's glue; the outer SB3 policy stays as it was."""
+    pytest.importorskip("gymnasium_robotics")
+    import gymnasium as gym
+    import torch
+    from stable_baselines3 import SAC, HerReplayBuffer
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    from embody.benchmarks.her import _embody_update_on
+    from embody.sims.gymnasium_env import _load_registries
+
+    s = {"hidden": [16, 16], "batch_size": 32, "lr": 1e-3, "gamma": 0.95, "tau": 0.005, "learning_starts": 100}
+    s |= {"utd": 0.5, "envs": 1}
+    _load_registries("FetchReach-v4")
+    venv = VecNormalize(DummyVecEnv([lambda: gym.make("FetchReach-v4")]), norm_reward=False)
+    model = _embody_update_on(SAC, s, "sb3")(
+        "MultiInputPolicy", venv, learning_starts=100, batch_size=32, replay_buffer_class=HerReplayBuffer, seed=0
+    )
+    inner, outer = model.ours.sb3.policy, model.actor
+    before = [p.detach().clone() for p in (*inner.parameters(), *outer.parameters())]
+    model.learn(300)
+    after = [*inner.parameters(), *outer.parameters()]
+    changed = [not torch.equal(a, b) for a, b in zip(before, after)]
+    n_inner = len(list(inner.parameters()))
+    assert model.ours.updates == 200 and model.ours.sb3._n_updates == 200
+    assert any(changed[:n_inner]) and not any(changed[n_inner:])
+    action, _ = model.predict(venv.normalize_obs(venv.reset()), deterministic=True)
+    assert action.shape == (1, 4) and abs(action).max() <= 1
+
+
 def test_the_reverse_side_trains_sb3s_policy_on_embodys_her_batches():
     """``--sides reverse``: embody collects, relabels and normalizes; SB3's actor acts and SB3's update learns."""
     pytest.importorskip("gymnasium_robotics")
