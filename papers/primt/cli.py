@@ -42,6 +42,7 @@ class Judges:
     port: int = 0  # the labelling page's (person)
     timeout_s: float = 3600.0  # how long the page waits for a person's labels per session
     end_jitter: float = 0.0  # foresight's: std (m) of where arm-reach's trajectories end around the target
+    tilt: float = 0.0  # foresight's: std (rad per axis) of arm-reach's peg orientation around pointing down
 
 
 @contextlib.contextmanager
@@ -57,7 +58,7 @@ def judge_teacher(cfg, teacher: str, judges: Judges) -> Iterator:
     from .standins import text_standin, visual_standin
     from .teacher import PRIMTTeacher, ScriptedForesight
 
-    plans = ForesightConfig(end_jitter=judges.end_jitter)
+    plans = ForesightConfig(end_jitter=judges.end_jitter, tilt=judges.tilt)
     if teacher == "scripted+foresight":  # the scripted plan: no judge is asked
         from embody.policies.preference import ScriptedTeacher
 
@@ -175,6 +176,14 @@ def train_arguments(p: argparse.ArgumentParser) -> None:
         metavar="M",
         help="arm-reach's foresight trajectories end this far (std, m, per axis) around the target (default 0)",
     )
+    p.add_argument(
+        "--foresight-tilt",
+        type=nonneg_float,
+        default=0.0,
+        metavar="RAD",
+        help="arm-reach's foresight trajectories hold the peg turned this far (std, rad, per axis, drawn per "
+        "trajectory) from pointing down, so that no posture marks them apart from the agent's (default 0)",
+    )
     p.add_argument("--steps", type=positive_int, help="total env steps")
     p.add_argument("--envs", type=positive_int, help="number of parallel envs")
     p.add_argument("--seed", type=any_int)
@@ -191,7 +200,7 @@ def run_train(args) -> int:
     if (out / "checkpoint").exists():
         raise exits.CommandError(f"{out} already holds a run; choose another --out")
     where = Judges(args.llm_url, args.llm_model, args.vlm_url, args.vlm_model, args.repeats, args.port)
-    where.end_jitter = args.foresight_end_jitter
+    where.end_jitter, where.tilt = args.foresight_end_jitter, args.foresight_tilt
     with judge_teacher(cfg, args.teacher, where) as teacher:
         summary = train(cfg, out, teacher=teacher)
         judges = {

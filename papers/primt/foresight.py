@@ -50,6 +50,7 @@ class ForesightConfig:
     speed: tuple[float, float] = (0.01, 0.04)  # m per control step the tip's setpoint moves, drawn per episode
     reach: float = 0.015  # m: a waypoint is passed once the tip is this close
     end_jitter: float = 0.0  # m: std of the last waypoint's offset from the target per axis (0: the target itself)
+    tilt: float = 0.0  # rad: std per axis of a rotation of the peg's pointing-down orientation, drawn per episode
     stats: PlanStats = field(default_factory=PlanStats)
 
 
@@ -137,9 +138,7 @@ class _ArmTracker:
     planned = True
 
     def __init__(self, task, obs: np.ndarray, plan: np.ndarray, config: ForesightConfig, rng: np.random.Generator):
-        from embody.robots.peg_arm.kinematics import DOWN
-
-        self.task, self.down, self.config = task, DOWN[None], config
+        self.task, self.rot, self.config = task, _tilted_down(config.tilt * rng.standard_normal((len(obs), 3))), config
         start, target = obs[:, TIP], obs[:, TARGET]
         frame = plan[None] + config.jitter * rng.standard_normal((len(obs), *plan.shape))
         frame[:, -1] = 1.0  # the last waypoint is the target itself
@@ -160,8 +159,19 @@ class _ArmTracker:
         dist = np.linalg.norm(step, axis=1, keepdims=True)
         self.setpoint = self.setpoint + step * np.minimum(1.0, self.speed / np.maximum(dist, 1e-9))
         home, scale = self.task.home, self.task.config.action_scale
-        q = self.task.io.model.ik(self.setpoint, self.down, home + obs[:, :7], iters=20)
+        q = self.task.io.model.ik(self.setpoint, self.rot, home + obs[:, :7], iters=20)
         return np.clip((q - home) / scale, -1.0, 1.0).astype(np.float32)
+
+
+def _tilted_down(rotvec: np.ndarray) -> np.ndarray:
+    """(n, 3, 3): the peg pointing down (``DOWN``) turned by the rotation vectors (n, 3) in the base frame."""
+    from embody.robots.peg_arm.kinematics import DOWN
+    from embody.rotations import axis_angle_quat, quat_rotate
+
+    angle = np.linalg.norm(rotvec, axis=1)
+    q = axis_angle_quat(rotvec / np.maximum(angle, 1e-12)[:, None], angle)
+    turn = np.stack([quat_rotate(q, np.broadcast_to(e, rotvec.shape)) for e in np.eye(3)], axis=2)
+    return turn @ DOWN
 
 
 class _SwingUp:

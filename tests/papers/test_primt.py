@@ -392,3 +392,18 @@ def test_foresight_ends_scattered_around_the_target_with_end_jitter():
 
     exact, scattered = final_distance(0.0), final_distance(0.02)
     assert np.median(exact) < 0.01 and 0.015 < np.median(scattered) < 0.06  # 0.02 · √3 ≈ 0.035 expected
+
+
+def test_foresight_tilt_turns_the_peg_but_still_reaches_the_target():
+    """Untilted, every trajectory ends with the peg pointing exactly down (one quaternion: a posture no agent holds,
+    which a reward model can learn to pay for); tilted, the orientations spread and the tips still arrive."""
+    from embody.papers.primt.foresight import ForesightConfig, synthesize
+    from embody.train import resolve_config
+
+    def ends(tilt: float) -> tuple[np.ndarray, np.ndarray]:
+        obs = synthesize(resolve_config("arm-reach"), None, ForesightConfig(trajectories=16, tilt=tilt))["obs"][:, -1]
+        return np.linalg.norm(obs[:, 14:17] - obs[:, 27:30], axis=1), obs[:, 17:21].std(0).max()
+
+    (d0, spread0), (d1, spread1) = ends(0.0), ends(0.1)
+    assert spread0 < 1e-3 and spread1 > 0.02  # quaternion components; 0.1 rad per axis turns them by ~0.05
+    assert np.median(d1) < 0.01 and np.median(d0) < 0.01
