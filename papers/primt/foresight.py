@@ -138,7 +138,11 @@ class _ArmTracker:
     planned = True
 
     def __init__(self, task, obs: np.ndarray, plan: np.ndarray, config: ForesightConfig, rng: np.random.Generator):
-        self.task, self.rot, self.config = task, _tilted_down(config.tilt * rng.standard_normal((len(obs), 3))), config
+        from embody.robots.peg_arm.kinematics import DOWN
+
+        # drawn only when asked: the untilted trajectories of a seed stay the ones they were
+        tilt = config.tilt * rng.standard_normal((len(obs), 3)) if config.tilt else None
+        self.task, self.rot, self.config = task, DOWN[None] if tilt is None else _tilted_down(tilt), config
         start, target = obs[:, TIP], obs[:, TARGET]
         frame = plan[None] + config.jitter * rng.standard_normal((len(obs), *plan.shape))
         frame[:, -1] = 1.0  # the last waypoint is the target itself
