@@ -38,7 +38,7 @@ def test_embodys_sac_update_moves_the_networks_as_sb3s_does(monkeypatch):
     sb3, policy = _flat_sb3(O, A, s, 0), SACPolicy(O, A, s["hidden"], normalize_obs=False, init="torch")
     ours = SAC(None, policy, embody_config(s, buffer_size=1), seed=0)
     ours.buffer = _Handed()
-    _copy_sb3_weights(sb3, policy, A)
+    _copy_sb3_weights(sb3, policy)
     noise: list = []  # each side draws its two samples (state, next state) in its own order
     monkeypatch.setattr(torch, "randn_like", lambda x, **_: noise.pop(0))
     monkeypatch.setattr(torch.distributions.Normal, "rsample", lambda d, shape=(): d.loc + d.scale * noise.pop(0))
@@ -64,7 +64,7 @@ def test_embodys_sac_update_moves_the_networks_as_sb3s_does(monkeypatch):
                 assert (m.weight.T - ensemble.weights[i][k]).abs().max() < tol
 
 
-def _copy_sb3_weights(sb3, policy, action_size: int) -> None:
+def _copy_sb3_weights(sb3, policy) -> None:
     """SB3's actor (hidden layers, mean and log-std heads), twin critics and targets, and temperature into a
     ``SACPolicy`` (one output layer for mean and log-std; critics as one batched ensemble)."""
     import torch

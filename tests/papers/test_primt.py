@@ -395,12 +395,12 @@ def test_foresight_ends_scattered_around_the_target_with_end_jitter():
 
 
 def test_foresight_tilt_turns_the_peg_but_still_reaches_the_target():
-    """Untilted, every trajectory ends with the peg pointing exactly down (one quaternion: a posture no agent holds,
-    which a reward model can learn to pay for); tilted, the orientations spread and the tips still arrive."""
+    """Untilted, every trajectory ends with the peg pointing exactly down (one quaternion for every hover); tilted,
+    the orientations spread and the tips still arrive."""
     from embody.papers.primt.foresight import ForesightConfig, synthesize
     from embody.train import resolve_config
 
-    def ends(tilt: float) -> tuple[np.ndarray, np.ndarray]:
+    def ends(tilt: float) -> tuple[np.ndarray, float]:
         obs = synthesize(resolve_config("arm-reach"), None, ForesightConfig(trajectories=16, tilt=tilt))["obs"][:, -1]
         return np.linalg.norm(obs[:, 14:17] - obs[:, 27:30], axis=1), obs[:, 17:21].std(0).max()
 
