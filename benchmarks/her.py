@@ -197,11 +197,8 @@ def _embody_update_on(sb3_sac: type, s: dict, learner: str = "embody") -> type:
     class Swapped(sb3_sac):
         def _setup_model(self) -> None:
             super()._setup_model()
-            size, actions, seed = (
-                sum(self.observation_space[k].shape[0] for k in keys),
-                self.action_space.shape[0],
-                self.seed or 0,
-            )
+            size = sum(self.observation_space[k].shape[0] for k in keys)
+            actions, seed = self.action_space.shape[0], self.seed or 0
             if learner == "sb3":
                 self.ours = _SB3Learner(size, actions, s, seed)
                 return

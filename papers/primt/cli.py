@@ -199,8 +199,16 @@ def run_train(args) -> int:
     out = Path(args.out or f"runs/{cfg.task}-primt-{time.strftime('%Y%m%d-%H%M%S')}")
     if (out / "checkpoint").exists():
         raise exits.CommandError(f"{out} already holds a run; choose another --out")
-    where = Judges(args.llm_url, args.llm_model, args.vlm_url, args.vlm_model, args.repeats, args.port)
-    where.end_jitter, where.tilt = args.foresight_end_jitter, args.foresight_tilt
+    where = Judges(
+        args.llm_url,
+        args.llm_model,
+        args.vlm_url,
+        args.vlm_model,
+        args.repeats,
+        args.port,
+        end_jitter=args.foresight_end_jitter,
+        tilt=args.foresight_tilt,
+    )
     with judge_teacher(cfg, args.teacher, where) as teacher:
         summary = train(cfg, out, teacher=teacher)
         judges = {

@@ -169,11 +169,11 @@ class _ArmTracker:
 
 def _tilted_down(rotvec: np.ndarray) -> np.ndarray:
     """(n, 3, 3): the peg pointing down (``DOWN``) turned by the rotation vectors (n, 3) in the base frame."""
+    from embody.hardware.arms.poses import axis_angle_to_quat
     from embody.robots.peg_arm.kinematics import DOWN
-    from embody.rotations import axis_angle_quat, quat_rotate
+    from embody.rotations import quat_rotate
 
-    angle = np.linalg.norm(rotvec, axis=1)
-    q = axis_angle_quat(rotvec / np.maximum(angle, 1e-12)[:, None], angle)
+    q = axis_angle_to_quat(rotvec)
     turn = np.stack([quat_rotate(q, np.broadcast_to(e, rotvec.shape)) for e in np.eye(3)], axis=2)
     return turn @ DOWN
 

@@ -9,8 +9,8 @@ causal loss), ``fused+foresight+hindsight`` (also foresight trajectories in the 
 is a valid arm for the ablation). Each job trains one arm at one budget into OUT/runs/JOB/ and keeps its
 evaluation and its last metrics row (feedback kept, the labels' agreement with the true reward, the reward model's
 Spearman correlation with the true segment returns on fresh segments of the final policy's experience, the
-queries that held a foresight segment) and the judge's counters. A folder's jobs share every setting that changes a job's
-result; the seeds, tasks, arms and budgets only choose jobs, so a folder takes more of them later.
+queries that held a foresight segment) and the judge's counters. A folder's jobs share every setting that
+changes a job's result; the seeds, tasks, arms and budgets only choose jobs, so a folder takes more of them later.
 """
 
 from __future__ import annotations
