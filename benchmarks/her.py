@@ -317,6 +317,8 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-her-") as scratch:
         store = JobStore(args.out or scratch, s)
         run_jobs(partial(run_job, s), jobs, store, workers=args.workers, label="bench her", metrics=_last_success)
+        if args.out:  # read again: seed jobs of other processes may have finished in the folder meanwhile
+            store = JobStore(args.out, s)
     # every run the folder holds for these tasks, earlier seed jobs' included
     results = sorted(
         (r for r in store.results.values() if r["task"] in args.tasks),

@@ -7,7 +7,7 @@ import pytest
 
 
 @pytest.mark.slow
-def test_a_short_her_bench_measures_both_sides_as_resumable_seed_jobs(tmp_path, capsys):
+def test_a_short_her_bench_measures_both_sides_as_resumable_seed_jobs(tmp_path, capsys, monkeypatch):
     pytest.importorskip("gymnasium_robotics")
     from embody.benchmarks.her import main
 
@@ -24,6 +24,23 @@ def test_a_short_her_bench_measures_both_sides_as_resumable_seed_jobs(tmp_path, 
     assert "resuming: 2 of 4 jobs" in capsys.readouterr().out
     runs = json.loads((tmp_path / "results.json").read_text())["runs"]
     assert [(r["seed"], r["side"]) for r in runs] == [(0, "embody"), (0, "sb3"), (1, "embody"), (1, "sb3")]
+
+    import embody.jobs
+
+    real = embody.jobs.run_jobs
+
+    def and_another_process_finishes_one(fn, jobs, store, **kw):  # a seed job of a process beside this one
+        out = real(fn, jobs, store, **kw)
+        other = embody.jobs.JobStore(store.root, store.fingerprint)
+        name = "FetchReach-v4-seed7-sb3"
+        other.put(embody.jobs.Job(name, {**jobs[0].params, "seed": 7, "side": "sb3"}), {**runs[1], "seed": 7})
+        return out
+
+    monkeypatch.setattr(embody.jobs, "run_jobs", and_another_process_finishes_one)
+    assert main(argv + ["--seed", "1"]) == 0
+    runs = json.loads((tmp_path / "results.json").read_text())["runs"]
+    assert [(r["seed"], r["side"]) for r in runs][-1] == (7, "sb3")  # results.json covers it too
+    monkeypatch.undo()
 
     with pytest.raises(ValueError, match="another configuration"):
         main(argv + ["--seed", "0", "--utd", "1"])
