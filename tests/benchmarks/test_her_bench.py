@@ -32,8 +32,8 @@ def test_a_short_her_bench_measures_both_sides_as_resumable_seed_jobs(tmp_path, 
     def and_another_process_finishes_one(fn, jobs, store, **kw):  # a seed job of a process beside this one
         out = real(fn, jobs, store, **kw)
         other = embody.jobs.JobStore(store.root, store.fingerprint)
-        name = "FetchReach-v4-seed7-sb3"
-        other.put(embody.jobs.Job(name, {**jobs[0].params, "seed": 7, "side": "sb3"}), {**runs[1], "seed": 7})
+        job = embody.jobs.Job("FetchReach-v4-seed7-sb3", {**jobs[0].params, "seed": 7, "side": "sb3"})
+        other.put(job, {**runs[1], "seed": 7})
         return out
 
     monkeypatch.setattr(embody.jobs, "run_jobs", and_another_process_finishes_one)
