@@ -145,7 +145,7 @@ def test_the_committed_almi_policy_deploys_20_s_walking_while_boxing(tmp_path):
 @pytest.mark.slow
 def test_the_committed_almi_policy_deploys_20_s_under_keyboard_teleop(tmp_path):
     """The same in a teleop session: a posted, held Up key takes the left hand's target 0.3 m forward (the reach
-    limit) within 1.2 s and keeps it there; no fault, upright. It does not walk forward so (measured: 0.4 m back,
+    limit) within 1.2 s and keeps it there; no fault, upright. It turns right instead of walking forward (0.4 m back,
     1.4 m to the right; README)."""
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     pygame = pytest.importorskip("pygame")
