@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from embody import exits
+from embody.allocator import keep_freed_memory
 from embody.commands import (
     add_set,
     any_int,
@@ -636,6 +637,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:  # argparse: --help (0) or a bad argument, already printed as one line (2)
         return e.code if isinstance(e.code, int) else exits.INPUT
     cmd = args.embody_command
+    keep_freed_memory()  # torch's CPU temporaries without page faults (embody/allocator.py)
     try:
         if args.jobs_ray_address:
             from embody import jobs
