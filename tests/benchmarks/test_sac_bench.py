@@ -16,7 +16,22 @@ def test_a_short_sac_bench_measures_both_sides(tmp_path, capsys):
     for side in ("embody", "sb3"):
         row = result["rows"][side]
         assert row["updates"] == 200 and row["env_steps_per_s"] > 0 and row["grad_steps_per_s"] > 0, side
-    assert math.isfinite(result["speed_ratio"]) and "speed embody / SB3" in capsys.readouterr().out
+    assert math.isfinite(result["speed_ratio"]) and "speed at equal return" in capsys.readouterr().out
+    assert set(result["equal_return"]["time_s"]) == {"embody", "sb3"}
+
+
+def test_speed_at_equal_return_times_each_side_to_the_lower_final_return():
+    from embody.benchmarks.sac import _returns_by_fifth, equal_return
+
+    def side(rate: float, slope: float):  # an episode every 100 env steps, return = slope · steps
+        return [(s, slope * s, s / rate) for s in range(100, 1001, 100)]
+
+    points = {"embody": side(rate=10.0, slope=2.0), "sb3": side(rate=5.0, slope=1.0)}
+    rows = {k: {"returns_by_fifth": _returns_by_fifth(p, 1000)} for k, p in points.items()}
+    eq = equal_return(rows, points, 1000)
+    assert eq["level"] == 950.0  # SB3's last fifth: episodes at 900 and 1000
+    # embody's trailing-fifth mean (2·(s − 50)) first reaches 950 at s = 600, 60 s in; SB3 at 1000, 200 s in
+    assert eq["time_s"] == {"embody": 60.0, "sb3": 200.0} and eq["ratio"] == pytest.approx(200 / 60)
 
 
 def test_embodys_sac_update_moves_the_networks_as_sb3s_does(monkeypatch):
