@@ -55,7 +55,7 @@ class TrainConfig:
     max_time_s: float = 0.0  # stop training after this wall-clock time (0: no limit)
     checkpoint_every: int = 50  # iterations
     snapshots_s: list[float] = field(default_factory=list)  # also keep checkpoint_<T>s/ once training passes T s
-    eval_episodes: int = 10
+    eval_episodes: int = 10  # the final evaluation's episodes (0: no evaluation, no eval.json)
     video: bool = True
     init_from: str | None = None  # a run directory whose policy starts this run (fine-tuning; same spec)
     pixels: int = 0  # > 0: the actor observes rendered images of this size, the last ``frames`` stacked
@@ -107,6 +107,8 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, teacher=None) -> di
         raise ConfigError(f"unknown algo {cfg.algo!r}; valid: {', '.join(ALGOS)}")
     if (teacher or cfg.preference.teacher != "none") and (cfg.algo != "sac" or cfg.pixels or cfg.sac.her != "none"):
         raise ConfigError("preference: a learned reward trains with --algo sac on state observations, without HER")
+    if cfg.eval_episodes < 0:
+        raise ConfigError(f"eval_episodes = {cfg.eval_episodes}: a number of episodes ≥ 0 (0: no final evaluation)")
     if cfg.workers and cfg.algo == "shac":
         raise ConfigError("--workers: SHAC differentiates through one simulator; workers collect for ppo and sac")
     if cfg.algo == "sac":
@@ -202,10 +204,12 @@ def snapshot_name(seconds: float) -> str:
 
 
 def finish_run(out: Path, cfg: TrainConfig, workers=None) -> dict:
-    """Evaluate the run's checkpoint (eval.json) and record one episode (eval.mp4); the summary lists the rollout
-    ``workers`` lost on the way (``lost_workers``), if any."""
-    summary = evaluate_run(out, episodes=cfg.eval_episodes)
-    write_eval(out, summary)
+    """Evaluate the run's checkpoint (eval.json; not with ``eval_episodes`` 0) and record one episode (eval.mp4);
+    the summary lists the rollout ``workers`` lost on the way (``lost_workers``), if any."""
+    summary = {"eval_episodes": 0}
+    if cfg.eval_episodes:
+        summary = evaluate_run(out, episodes=cfg.eval_episodes)
+        write_eval(out, summary)
     if cfg.video:
         record_video(out, out / "eval.mp4")
     if workers is not None and workers.lost:

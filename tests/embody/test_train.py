@@ -40,3 +40,15 @@ def test_a_run_can_start_from_another_runs_policy(tmp_path):
     with pytest.raises(Exception, match="missing"):
         train(cfg, tmp_path / "third")
     assert not (tmp_path / "third").exists()  # refused before a run directory was made
+
+
+def test_eval_episodes_zero_trains_without_a_final_evaluation(tmp_path):
+    from embody.config import ConfigError
+
+    cfg = resolve_config("cartpole-swingup", steps=256, n_envs=8, seed=0)
+    cfg.video, cfg.eval_episodes = False, 0
+    assert train(cfg, tmp_path / "run") == {"eval_episodes": 0}
+    assert (tmp_path / "run" / "checkpoint").exists() and not (tmp_path / "run" / "eval.json").exists()
+    cfg.eval_episodes = -1
+    with pytest.raises(ConfigError, match="eval_episodes = -1"):
+        train(cfg, tmp_path / "negative")
