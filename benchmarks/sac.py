@@ -180,9 +180,8 @@ def main(argv: list[str]) -> int:
             "returns_by_fifth": _returns_by_fifth(r["points"], s["steps"]),
         }
     ratio = rows["embody"]["env_steps_per_s"] / rows["sb3"]["env_steps_per_s"]
-    points = {name: r["points"] for name, r in sides.items()}
-    result = {"settings": s, "rows": rows, "speed_ratio": ratio, "equal_return": equal_return(rows, points, s["steps"])}
-    result["target"] = TARGET
+    eq = equal_return(rows, {name: r["points"] for name, r in sides.items()}, s["steps"])
+    result = {"settings": s, "rows": rows, "speed_ratio": ratio, "equal_return": eq, "target": TARGET}
     _print(result)
     save_results(args.out, result)
     return 0
