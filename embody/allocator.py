@@ -13,7 +13,6 @@ off glibc.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
 MMAP_THRESHOLD = 32 * 2**20  # glibc's largest: blocks below it come from the heap
@@ -22,11 +21,10 @@ TRIM_THRESHOLD = 256 * 2**20  # free heap kept before returning memory to the sy
 
 def keep_freed_memory() -> bool:
     """Raise glibc's mmap and trim thresholds for this process; whether it applied (False off glibc)."""
-    name = ctypes.util.find_library("c")
     try:
-        libc = ctypes.CDLL(name)
+        libc = ctypes.CDLL(None)  # the process's own symbols: no library search (find_library runs ldconfig)
         mallopt = libc.mallopt
         libc.gnu_get_libc_version  # noqa: B018 - glibc only: musl and macOS lack it
-    except (OSError, AttributeError, TypeError):
+    except (OSError, AttributeError):
         return False
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
