@@ -2,17 +2,19 @@
 
 Configs are plain dataclasses composed by fields (no inheritance chains that silently
 override values). Every override is checked against the field's type and unknown keys fail
-with the list of valid ones.
+with the list of valid ones. Numeric fields declare their valid range in the type
+(``batch_size: PosInt``, ``gamma: Unit``): a value outside it is refused naming the key.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import operator
 import types
 import typing
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
 
@@ -23,6 +25,32 @@ class ConfigError(ValueError):
     """A config file or override that cannot be read or does not fit the config's fields (exit code 2)."""
 
     exit_code = exits.INPUT
+
+
+@dataclasses.dataclass(frozen=True)
+class Bounds:
+    """A numeric field's valid interval, carried by its type: ``Annotated[float, Bounds(gt=0)]``."""
+
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+
+    def check(self, value: Any, where: str) -> None:
+        for bound, sign, holds in (
+            (self.ge, "≥", operator.ge),
+            (self.gt, ">", operator.gt),
+            (self.le, "≤", operator.le),
+        ):
+            if bound is not None and not holds(value, bound):  # NaN holds nothing
+                raise ConfigError(f"{where} = {value!r}: must be {sign} {bound}")
+
+
+Count = Annotated[int, Bounds(ge=0)]
+PosInt = Annotated[int, Bounds(ge=1)]
+PosFloat = Annotated[float, Bounds(gt=0)]
+NonNeg = Annotated[float, Bounds(ge=0)]
+Unit = Annotated[float, Bounds(ge=0, le=1)]  # shares, probabilities, discounts
+Seed = Annotated[int, Bounds(ge=0, le=2**32 - 1)]  # what numpy's seeding accepts
 
 
 def to_dict(obj: Any) -> Any:
@@ -37,13 +65,29 @@ def to_dict(obj: Any) -> Any:
 
 
 def _field_types(cls) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+    return typing.get_type_hints(cls, include_extras=True)
+
+
+def check(obj: Any, where: str = "") -> None:
+    """Every bounded field of dataclass ``obj`` (nested ones too) within its bounds, for configs built in code;
+    a value read through ``--set`` or a file was checked on the way in."""
+    for name, tp in _field_types(type(obj)).items():
+        value, key = getattr(obj, name), f"{where}{name}"
+        for b in getattr(tp, "__metadata__", ()):
+            b.check(value, key)
+        if dataclasses.is_dataclass(value):
+            check(value, f"{key}.")
 
 
 def _coerce(value: Any, tp: Any, where: str) -> Any:
     """Check ``value`` against annotation ``tp``; build nested dataclasses from dicts."""
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if tp is Any:
+        return value
+    if origin is Annotated:
+        value = _coerce(value, args[0], where)
+        for b in tp.__metadata__:
+            b.check(value, where)
         return value
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:

@@ -10,7 +10,20 @@ from typing import Any
 import numpy as np
 import torch
 
-from embody.config import ConfigError, apply_override, apply_overrides, from_dict, load_yaml, to_dict
+from embody.config import (
+    ConfigError,
+    Count,
+    NonNeg,
+    PosFloat,
+    PosInt,
+    Seed,
+    apply_override,
+    apply_overrides,
+    check,
+    from_dict,
+    load_yaml,
+    to_dict,
+)
 from embody.policies.actor_critic import ActorCritic, ActorCriticConfig
 from embody.policies.ppo import PPO, PPOConfig
 from embody.policies.preference import PreferenceConfig
@@ -45,26 +58,26 @@ class TrainConfig:
     task: str = "cartpole-swingup"
     algo: str = "ppo"  # ppo | sac | shac (through a differentiable simulator)
     sim: str = "mujoco"
-    n_envs: int = 256
-    steps: int = 2_000_000
-    seed: int = 0
+    n_envs: PosInt = 256
+    steps: Count = 2_000_000
+    seed: Seed = 0
     device: str = "cpu"
-    torch_threads: int = 1  # small networks: one thread leaves the cores to the simulator
-    update_threads: int = 0  # torch threads for the PPO update, while the simulator idles (0: every core)
+    torch_threads: PosInt = 1  # small networks: one thread leaves the cores to the simulator
+    update_threads: Count = 0  # torch threads for the PPO update, while the simulator idles (0: every core)
     staggered_resets: bool = False
-    max_time_s: float = 0.0  # stop training after this wall-clock time (0: no limit)
-    checkpoint_every: int = 50  # iterations
+    max_time_s: NonNeg = 0.0  # stop training after this wall-clock time (0: no limit)
+    checkpoint_every: PosInt = 50  # iterations
     snapshots_s: list[float] = field(default_factory=list)  # also keep checkpoint_<T>s/ once training passes T s
-    eval_episodes: int = 10  # the final evaluation's episodes (0: no evaluation, no eval.json)
+    eval_episodes: Count = 10  # the final evaluation's episodes (0: no evaluation, no eval.json)
     video: bool = True
     init_from: str | None = None  # a run directory whose policy starts this run (fine-tuning; same spec)
-    pixels: int = 0  # > 0: the actor observes rendered images of this size, the last ``frames`` stacked
-    frames: int = 3
+    pixels: Count = 0  # > 0: the actor observes rendered images of this size, the last ``frames`` stacked
+    frames: PosInt = 3
     pixel_source: str = "render"  # where the images come from (embody.sims.pixels.PIXEL_SOURCES)
     pixel_precision: str = "float32"  # the pixel encoder's convolutions: float32 | bfloat16 (~2× on bf16 CPUs)
-    workers: int = 0  # > 0: PPO/SAC rollouts on this many Ray workers sharing n_envs (embody.scale); 0: here
+    workers: Count = 0  # > 0: PPO/SAC rollouts on this many Ray workers sharing n_envs (embody.scale); 0: here
     ray_address: str | None = None  # HOST:PORT of a Ray head; None: a Ray instance on this machine
-    worker_cpus: float = 1.0  # CPUs each worker reserves on the cluster
+    worker_cpus: PosFloat = 1.0  # CPUs each worker reserves on the cluster
     env: dict[str, Any] = field(default_factory=dict)  # the task's config (TaskConfig subclass)
     policy: ActorCriticConfig = field(default_factory=ActorCriticConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
@@ -98,6 +111,7 @@ def _deep_merge(base: dict, update: dict) -> dict:
 def train(cfg: TrainConfig, out: Path, resume: bool = False, teacher=None) -> dict:
     """Train, checkpoint, evaluate and record a video into run directory ``out``; ``teacher`` (a
     ``policies.preference.Teacher``) answers a SAC run's preference queries instead of ``preference.teacher``."""
+    check(cfg)  # a config built in code; --set and files were checked as they were read
     if cfg.device.startswith("cuda") and not torch.cuda.is_available():
         raise ConfigError("device 'cuda' was asked for but PyTorch sees no CUDA GPU; use --device cpu")
     torch.manual_seed(cfg.seed)
@@ -107,8 +121,6 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, teacher=None) -> di
         raise ConfigError(f"unknown algo {cfg.algo!r}; valid: {', '.join(ALGOS)}")
     if (teacher or cfg.preference.teacher != "none") and (cfg.algo != "sac" or cfg.pixels or cfg.sac.her != "none"):
         raise ConfigError("preference: a learned reward trains with --algo sac on state observations, without HER")
-    if cfg.eval_episodes < 0:
-        raise ConfigError(f"eval_episodes = {cfg.eval_episodes}: a number of episodes ≥ 0 (0: no final evaluation)")
     if cfg.workers and cfg.algo == "shac":
         raise ConfigError("--workers: SHAC differentiates through one simulator; workers collect for ppo and sac")
     if cfg.algo == "sac":

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from embody.config import PosFloat
+
 from .networks import Normalizer, PixelEncoder, mlp
 
 
@@ -23,7 +25,7 @@ class ActorCriticConfig:
     actor_hidden: list[int] = field(default_factory=lambda: [64, 64])
     critic_hidden: list[int] = field(default_factory=lambda: [64, 64])
     activation: str = "tanh"
-    init_std: float = 0.6
+    init_std: PosFloat = 0.6
     normalize_obs: bool = True
     squash: bool = False  # act() returns tanh(mean or sample): SHAC's bounded actions (PPO samples unsquashed)
     pixels: list[int] | None = None  # (C, H, W): the observation is uint8 images, laid flat (sims/pixels.py)

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from embody.config import NonNeg, PosFloat, PosInt, Unit
+
 from .actor_critic import ActorCritic
 
 if TYPE_CHECKING:
@@ -29,20 +31,20 @@ if TYPE_CHECKING:
 class PPOConfig:
     """Rollout length, update passes, learning-rate schedule, GAE and loss settings of ``PPO``."""
 
-    n_steps: int = 32  # rollout length per env per iteration
-    epochs: int = 5
-    minibatches: int = 4
-    lr: float = 1e-3
+    n_steps: PosInt = 32  # rollout length per env per iteration
+    epochs: PosInt = 5
+    minibatches: PosInt = 4
+    lr: NonNeg = 1e-3
     lr_schedule: str = "adaptive"  # adaptive | linear | constant
-    desired_kl: float = 0.01
+    desired_kl: PosFloat = 0.01
     lr_bounds: tuple[float, float] = (1e-5, 1e-2)  # the adaptive schedule stays within these
-    gamma: float = 0.99
-    lam: float = 0.95
-    clip: float = 0.2
-    vf_coef: float = 1.0
-    ent_coef: float = 0.0
-    max_grad_norm: float = 1.0
-    reward_scale: float = 1.0
+    gamma: Unit = 0.99
+    lam: Unit = 0.95
+    clip: PosFloat = 0.2
+    vf_coef: NonNeg = 1.0
+    ent_coef: NonNeg = 0.0
+    max_grad_norm: PosFloat = 1.0
+    reward_scale: PosFloat = 1.0
     symmetry: bool = False  # augment each minibatch with its mirror image (the task's ``mirror()``)
 
 

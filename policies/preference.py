@@ -37,6 +37,7 @@ import torch
 from torch import nn
 
 from embody import exits
+from embody.config import Count, NonNeg, PosFloat, PosInt, Unit
 from embody.files import load_arrays, save_arrays
 
 from .networks import EnsembleMLP, Normalizer
@@ -47,29 +48,29 @@ class PreferenceConfig:
     """Preference reward learning's settings (``--set preference.teacher=scripted`` turns it on with SAC)."""
 
     teacher: str = "none"  # none | scripted (the env's true reward, B-Pref noise below)
-    budget: int = 1000  # queries in all
-    per_session: int = 50  # queries per feedback session (PRIMT's)
-    every: int = 5_000  # env steps between sessions (PRIMT's)
-    unsup_steps: int = 9_000  # env steps of state-entropy exploration after learning_starts (PEBBLE's; 0: none)
-    segment: int = 50  # steps per segment
+    budget: Count = 1000  # queries in all
+    per_session: PosInt = 50  # queries per feedback session (PRIMT's)
+    every: PosInt = 5_000  # env steps between sessions (PRIMT's)
+    unsup_steps: Count = 9_000  # env steps of state-entropy exploration after learning_starts (PEBBLE's; 0: none)
+    segment: PosInt = 50  # steps per segment
     selection: str = "disagreement"  # disagreement | uniform
-    candidates: int = 10  # pairs drawn per query kept (disagreement)
-    history: int = 100_000  # recent transitions segments are drawn from
-    ensemble: int = 3
+    candidates: PosInt = 10  # pairs drawn per query kept (disagreement)
+    history: PosInt = 100_000  # recent transitions segments are drawn from
+    ensemble: PosInt = 3
     hidden: list[int] = field(default_factory=lambda: [256, 256])
-    lr: float = 3e-4
-    epochs: int = 50  # passes over the labels per session, at most
-    stop_accuracy: float = 0.97  # a session's training stops once the ensemble fits this share of the labels
-    batch: int = 128  # pairs per gradient step
-    entropy_k: int = 5  # k-th nearest neighbour of the exploration reward
-    entropy_refs: int = 10_000  # buffer states it measures distances to
-    foresight_pool: int = 300  # foresight segments kept in the query buffer (PRIMT's size)
+    lr: NonNeg = 3e-4
+    epochs: PosInt = 50  # passes over the labels per session, at most
+    stop_accuracy: Unit = 0.97  # a session's training stops once the ensemble fits this share of the labels
+    batch: PosInt = 128  # pairs per gradient step
+    entropy_k: PosInt = 5  # k-th nearest neighbour of the exploration reward
+    entropy_refs: PosInt = 10_000  # buffer states it measures distances to
+    foresight_pool: Count = 300  # foresight segments kept in the query buffer (PRIMT's size)
     # the scripted teacher (B-Pref): perfectly rational and far-sighted by default
-    beta: float = math.inf
-    gamma: float = 1.0
-    mistake: float = 0.0
-    skip: float = 0.0
-    equal: float = 0.0
+    beta: PosFloat = math.inf
+    gamma: Unit = 1.0
+    mistake: Unit = 0.0
+    skip: Unit = 0.0
+    equal: Unit = 0.0
 
 
 class PreferenceError(ValueError):

@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from embody import exits
+from embody.config import Count, NonNeg, PosFloat, PosInt, Unit
 from embody.files import load_arrays, save_arrays
 
 from .networks import EnsembleMLP, Normalizer, PixelEncoder, mlp
@@ -44,22 +45,22 @@ class SACConfig:
 
     hidden: list[int] = field(default_factory=lambda: [256, 256])
     activation: str = "relu"
-    lr: float = 3e-4  # actor and critics
-    alpha_lr: float = 3e-4
-    gamma: float = 0.99
-    tau: float = 0.005
-    batch_size: int = 256
-    buffer_size: int = 1_000_000  # transitions
-    learning_starts: int = 5_000  # env steps of uniform random actions first
-    utd: float = 0.25  # gradient steps per env step
-    init_alpha: float = 1.0  # the temperature a new policy starts from
+    lr: NonNeg = 3e-4  # actor and critics
+    alpha_lr: NonNeg = 3e-4
+    gamma: Unit = 0.99
+    tau: Unit = 0.005
+    batch_size: PosInt = 256
+    buffer_size: PosInt = 1_000_000  # transitions
+    learning_starts: Count = 5_000  # env steps of uniform random actions first
+    utd: PosFloat = 0.25  # gradient steps per env step
+    init_alpha: PosFloat = 1.0  # the temperature a new policy starts from
     init: str = "orthogonal"  # a new policy's weights: orthogonal | torch (networks.INITS; SB3's SAC: torch)
     target_entropy: float | None = None  # None: −action size
     her: str = "none"  # none | future | final: hindsight relabelling (goal environments, policies/her.py)
-    her_k: int = 4  # relabelled goals per real one: a share k / (k + 1) of each batch is relabelled
+    her_k: Count = 4  # relabelled goals per real one: a share k / (k + 1) of each batch is relabelled
     normalize_obs: bool = True  # running mean/std of the observations collected (in the policy, saved with it)
-    log_every: int = 5_000  # env steps between metrics rows (and checkpoints)
-    worker_steps: int = 8  # with --workers: vector steps each worker collects per round (then their updates)
+    log_every: PosInt = 5_000  # env steps between metrics rows (and checkpoints)
+    worker_steps: PosInt = 8  # with --workers: vector steps each worker collects per round (then their updates)
 
 
 class SACPolicy(nn.Module):

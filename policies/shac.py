@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from embody.config import NonNeg, PosFloat, PosInt, Unit
+
 from .actor_critic import ActorCritic, ActorCriticConfig
 
 
@@ -41,22 +43,22 @@ class SHACConfig:
     """SHAC's settings and its network; defaults: the D.VA paper's (methods.md: ELU MLPs [64, 64], log-std −1, tanh
     actions), SHAC's for the target critic (α = 0.2)."""
 
-    horizon: int = 32
-    gamma: float = 0.99
-    lam: float = 0.95  # TD(λ) of the critic targets
-    actor_lr: float = 2e-3
-    critic_lr: float = 5e-4
+    horizon: PosInt = 32
+    gamma: Unit = 0.99
+    lam: Unit = 0.95  # TD(λ) of the critic targets
+    actor_lr: NonNeg = 2e-3
+    critic_lr: NonNeg = 5e-4
     betas: tuple[float, float] = (0.7, 0.95)
-    grad_norm: float = 1.0  # the actor's and critic's gradients are clipped to this norm
-    skip_grad_norm: float = 1e6  # an actor gradient above this norm (or non-finite) has exploded: skipped, counted
-    critic_iterations: int = 16
-    critic_minibatches: int = 4
-    target_alpha: float = 0.2  # Polyak: target ← α·target + (1 − α)·critic
+    grad_norm: PosFloat = 1.0  # the actor's and critic's gradients are clipped to this norm
+    skip_grad_norm: PosFloat = 1e6  # an actor gradient above this norm (or non-finite) has exploded: skipped, counted
+    critic_iterations: PosInt = 16
+    critic_minibatches: PosInt = 4
+    target_alpha: Unit = 0.2  # Polyak: target ← α·target + (1 − α)·critic
     lr_schedule: str = "linear"  # linear (to 0 at the step budget) | constant
     actor_hidden: list[int] = field(default_factory=lambda: [64, 64])
     critic_hidden: list[int] = field(default_factory=lambda: [64, 64])
     activation: str = "elu"
-    init_std: float = math.exp(-1.0)
+    init_std: PosFloat = math.exp(-1.0)
     augment: bool = True  # random shifts of a pixel actor's frames (DrQ's), in the rollouts
     render_gradient: bool = False  # `embody train`: the actor reads DifferentiableFrames (through the rendering)
 

@@ -3,7 +3,7 @@ from typing import Literal
 
 import pytest
 
-from embody.config import ConfigError, apply_override, from_dict, load_yaml, parse_override, to_dict
+from embody.config import ConfigError, apply_override, check, from_dict, load_yaml, parse_override, to_dict
 from embody.train import TrainConfig, resolve_config
 
 
@@ -43,6 +43,35 @@ def test_overrides_are_typed_and_nested():
 def test_bad_overrides_fail_clearly(text, message):
     with pytest.raises(ConfigError, match=message):
         apply_override(Outer(), *parse_override(text))
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("n_envs=-1", "n_envs = -1: must be ≥ 1"),  # was numpy's "negative dimensions" deep in the task
+        ("seed=-3", "seed = -3: must be ≥ 0"),  # was numpy's seeding error
+        ("ppo.minibatches=0", "ppo.minibatches = 0: must be ≥ 1"),  # was a ZeroDivisionError in the update
+        ("ppo.gamma=1.5", "ppo.gamma = 1.5: must be ≤ 1"),  # was accepted silently
+        ("sac.batch_size=0", "sac.batch_size = 0: must be ≥ 1"),
+        ("sac.utd=-1", "sac.utd = -1.0: must be > 0"),
+        ("sac.lr=.nan", "sac.lr = nan: must be ≥ 0"),
+        ("preference.mistake=2", "preference.mistake = 2.0: must be ≤ 1"),
+    ],
+)
+def test_out_of_range_values_are_refused_naming_the_key(text, message):
+    with pytest.raises(ConfigError, match=message):
+        apply_override(TrainConfig(), *parse_override(text))
+
+
+def test_bounds_hold_for_files_and_for_configs_built_in_code(tmp_path):
+    (tmp_path / "bad.yaml").write_text("sac:\n  tau: 3\n")
+    with pytest.raises(ConfigError, match=r"bad.yaml.sac.tau = 3.0: must be ≤ 1"):
+        resolve_config("cartpole-swingup", str(tmp_path / "bad.yaml"))
+    cfg = TrainConfig()
+    check(cfg)  # the defaults are in range
+    cfg.ppo.epochs = 0
+    with pytest.raises(ConfigError, match="ppo.epochs = 0: must be ≥ 1"):
+        check(cfg)
 
 
 def test_yaml_is_read_safely_and_errors_name_the_file(tmp_path):
