@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from embody.commands import fraction, positive_float, positive_int
+
 SPEED_TARGET = 0.8  # ours / peer, physics and env rates
 PPO_TARGET = 2.0  # peer time / our time to the target return
 
@@ -414,14 +416,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     """The ``embody bench core`` options (see ``--help``)."""
     p = argparse.ArgumentParser(prog="embody bench core", description=__doc__.split("\n\n")[0])
     p.add_argument(
-        "--threads", type=int, default=os.cpu_count() or 1, help="threads for both sides (default: all cores)"
+        "--threads", type=positive_int, default=os.cpu_count() or 1, help="threads for both sides (default: all cores)"
     )
     p.add_argument("--quick", action="store_true", help="a short run: small batches, rates only (for tests)")
     p.add_argument("--out", type=Path, help="write results.json and results.md here")
-    p.add_argument("--envs", type=int, help="envs for (a) and (b) (default 64; quick 8)")
-    p.add_argument("--budget", type=float, default=300.0, help="PPO wall-clock budget per side [s]")
-    p.add_argument("--target-frac", type=float, default=0.7, help="PPO target return as a fraction of 250")
-    p.add_argument("--ppo-envs", type=int, help="PPO envs (default: the task's, 256; quick 16)")
+    p.add_argument("--envs", type=positive_int, help="envs for (a) and (b) (default 64; quick 8)")
+    p.add_argument("--budget", type=positive_float, default=300.0, help="PPO wall-clock budget per side [s]")
+    p.add_argument("--target-frac", type=fraction, default=0.7, help="PPO target return as a fraction of 250")
+    p.add_argument("--ppo-envs", type=positive_int, help="PPO envs (default: the task's, 256; quick 16)")
     p.add_argument("--robots", nargs="+", default=list(PHYSICS_MODELS), choices=list(PHYSICS_MODELS))
     return p.parse_args(argv)
 

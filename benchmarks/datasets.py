@@ -45,6 +45,8 @@ from pathlib import Path
 
 import numpy as np
 
+from embody.commands import positive_int
+
 LEROBOT_FPS = 2900.0  # lerobot 0.4.4 LeRobotDataset, state-only indexing (frames/s), not measured here
 TARGET = 3.0  # state-only loading, × lerobot
 STATE, ACTION, IMAGE = 19, 7, (84, 84, 3)
@@ -360,9 +362,9 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         prog="embody bench datasets", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--episodes", type=int, help="synthetic episodes (default 50)")
-    p.add_argument("--frames", type=int, help="frames per synthetic episode (default 400)")
-    p.add_argument("--repeats", type=int, help="epochs per loading measurement, the best kept (default 3)")
+    p.add_argument("--episodes", type=positive_int, help="synthetic episodes (default 50)")
+    p.add_argument("--frames", type=positive_int, help="frames per synthetic episode (default 400)")
+    p.add_argument("--repeats", type=positive_int, help="epochs per loading measurement, the best kept (default 3)")
     p.add_argument(
         "--quick",
         action="store_true",

@@ -16,6 +16,8 @@ import argparse
 
 import numpy as np
 
+from embody.commands import positive_int
+
 from . import best_seconds, save_results
 
 TASKS = ("cartpole-swingup", "hopper", "arm-reach")
@@ -86,10 +88,10 @@ def render_rates(env, repeats: int, calls: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="embody bench diff", description=__doc__.splitlines()[0])
-    p.add_argument("--envs", type=int, default=64)
-    p.add_argument("--size", type=int, default=84, help="frame width and height [px]")
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--calls", type=int, default=10, help="timed calls per repeat")
+    p.add_argument("--envs", type=positive_int, default=64)
+    p.add_argument("--size", type=positive_int, default=84, help="frame width and height [px]")
+    p.add_argument("--repeats", type=positive_int, default=3)
+    p.add_argument("--calls", type=positive_int, default=10, help="timed calls per repeat")
     p.add_argument("--quick", action="store_true", help="8 envs, 2 calls, 1 repeat (CI)")
     p.add_argument("--out")
     args = p.parse_args(argv)

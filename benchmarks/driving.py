@@ -31,6 +31,8 @@ import time
 
 import numpy as np
 
+from embody.commands import nonneg_int, positive_int
+
 
 class _Row:
     """One timed workload: ``reset`` and ``step`` closures, the best rate seen so far."""
@@ -162,9 +164,11 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         prog="embody bench driving", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--steps", type=int, default=150, help="env steps per timed run (150 = a 30 s episode)")
-    p.add_argument("--repeats", type=int, default=5, help="timed runs per row, rows taking turns (the best is kept)")
-    p.add_argument("--parallel-episodes", type=int, default=4, help="episodes for the two-worker row (0: skip)")
+    p.add_argument("--steps", type=positive_int, default=150, help="env steps per timed run (150 = a 30 s episode)")
+    p.add_argument(
+        "--repeats", type=positive_int, default=5, help="timed runs per row, rows taking turns (the best is kept)"
+    )
+    p.add_argument("--parallel-episodes", type=nonneg_int, default=4, help="episodes for the two-worker row (0: skip)")
     p.add_argument("--quick", action="store_true", help="20 steps, 1 run, no two-worker row: a smoke run")
     p.add_argument("--out", help="directory for results.json")
     args = p.parse_args(argv)

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from embody.commands import positive_float, positive_int
+
 TASK = "h1_2-velocity"
 
 
@@ -133,10 +135,10 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         prog="embody bench gpu", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--envs", type=int, default=4096, help="envs of every measurement")
-    p.add_argument("--steps", type=int, default=50, help="timed control steps for physics and env")
-    p.add_argument("--budget", type=float, default=240.0, help="seconds of PPO training on MJX")
-    p.add_argument("--train-steps", type=int, help="cap the training at this many env steps")
+    p.add_argument("--envs", type=positive_int, default=4096, help="envs of every measurement")
+    p.add_argument("--steps", type=positive_int, default=50, help="timed control steps for physics and env")
+    p.add_argument("--budget", type=positive_float, default=240.0, help="seconds of PPO training on MJX")
+    p.add_argument("--train-steps", type=positive_int, help="cap the training at this many env steps")
     p.add_argument("--set", action="append", default=[], help="training config overrides (KEY=VALUE)")
     p.add_argument("--tiny", action="store_true", help="4 envs, 3 steps, one 8-step PPO iteration: the CPU check")
     p.add_argument("--out", help="directory for results.json")

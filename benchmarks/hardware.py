@@ -30,6 +30,8 @@ import time
 
 import numpy as np
 
+from embody.commands import nonneg_float, nonneg_int, positive_float
+
 PERIOD = 1.0 / 500.0
 
 
@@ -233,11 +235,11 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         prog="embody bench hardware", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--seconds", type=float, default=5.0, help="seconds of each control loop")
-    p.add_argument("--domain", type=int, default=231, help="DDS domain for the loopback robot-sim")
+    p.add_argument("--seconds", type=positive_float, default=5.0, help="seconds of each control loop")
+    p.add_argument("--domain", type=nonneg_int, default=231, help="DDS domain for the loopback robot-sim")
     p.add_argument(
         "--policy-ms",
-        type=float,
+        type=nonneg_float,
         default=3.0,
         help="ms of Python per step of a 50 Hz policy thread in the loops' process (GIL load; 0: none)",
     )

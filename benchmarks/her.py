@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from embody.commands import nonneg_int, positive_float, positive_int
+
 from .sac import embody_config, sb3_kwargs
 
 # swap: SB3's data, embody's update; reverse: the other way round; glued: SB3's data and update through swap's glue
@@ -281,15 +283,15 @@ def main(argv: list[str]) -> int:
         prog="embody bench her", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--tasks", nargs="+", default=["FetchReach-v4"])
-    p.add_argument("--seeds", type=int, default=3, help="seeds 0 … N-1")
-    p.add_argument("--seed", type=int, action="append", help="run only these seeds (repeatable): seed jobs")
-    p.add_argument("--steps", type=int, default=10_000)
-    p.add_argument("--envs", type=int, default=4)
-    p.add_argument("--utd", type=float, default=0.5)
-    p.add_argument("--every", type=int, default=2_000, help="env steps between success measurements")
-    p.add_argument("--eval", type=int, default=20, help="episodes per success measurement")
-    p.add_argument("--hidden", type=int, nargs="+", default=[256, 256])
-    p.add_argument("--workers", type=int, default=1, help="runs at once (one torch thread each)")
+    p.add_argument("--seeds", type=positive_int, default=3, help="seeds 0 … N-1")
+    p.add_argument("--seed", type=nonneg_int, action="append", help="run only these seeds (repeatable): seed jobs")
+    p.add_argument("--steps", type=positive_int, default=10_000)
+    p.add_argument("--envs", type=positive_int, default=4)
+    p.add_argument("--utd", type=positive_float, default=0.5)
+    p.add_argument("--every", type=positive_int, default=2_000, help="env steps between success measurements")
+    p.add_argument("--eval", type=positive_int, default=20, help="episodes per success measurement")
+    p.add_argument("--hidden", type=positive_int, nargs="+", default=[256, 256])
+    p.add_argument("--workers", type=positive_int, default=1, help="runs at once (one torch thread each)")
     p.add_argument(
         "--init",
         choices=INITS,

@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from embody.commands import positive_float, positive_int
+
 EVAL_EPISODES = 20
 
 
@@ -252,9 +254,9 @@ def main(argv: list[str]) -> int:
         prog="embody bench learning", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--task", default="cartpole-swingup", choices=sorted(bars()))
-    p.add_argument("--seeds", type=int, default=3)
-    p.add_argument("--budget", type=float, default=300.0, help="wall-clock seconds of training per seed")
-    p.add_argument("--steps", type=int, default=None, help="env steps per seed (default: the task's)")
+    p.add_argument("--seeds", type=positive_int, default=3)
+    p.add_argument("--budget", type=positive_float, default=300.0, help="wall-clock seconds of training per seed")
+    p.add_argument("--steps", type=positive_int, default=None, help="env steps per seed (default: the task's)")
     p.add_argument(
         "--set",
         dest="overrides",

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from embody.commands import positive_int
+
 from . import pointmass
 
 ALGOS = ("bc", "td3bc", "iql", "cql", "dt")
@@ -165,10 +167,10 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         prog="embody bench offline", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--seeds", type=int, default=5)
-    p.add_argument("--steps", type=int, default=5000, help="gradient steps of BC, TD3+BC, IQL and CQL")
-    p.add_argument("--dt-steps", type=int, default=3000, help="gradient steps of the Decision Transformer")
-    p.add_argument("--episodes", type=int, default=500, help="episodes of 8 steps in the dataset")
+    p.add_argument("--seeds", type=positive_int, default=5)
+    p.add_argument("--steps", type=positive_int, default=5000, help="gradient steps of BC, TD3+BC, IQL and CQL")
+    p.add_argument("--dt-steps", type=positive_int, default=3000, help="gradient steps of the Decision Transformer")
+    p.add_argument("--episodes", type=positive_int, default=500, help="episodes of 8 steps in the dataset")
     p.add_argument("--algos", nargs="+", choices=ALGOS, default=list(ALGOS))
     p.add_argument("--peer-python", help="the interpreter of an environment with d3rlpy (default: build/peers)")
     p.add_argument("--out", help="directory for results.json and returns.png")

@@ -27,6 +27,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from embody.commands import nonneg_int, positive_int
+
 TARGET = 1.20  # ours / peer on the search-heavy problems
 TABLETOP = Path(__file__).resolve().parents[1] / "assets" / "planning" / "tabletop.pddl"
 
@@ -258,10 +260,14 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         prog="embody bench planning", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--sizes", type=int, nargs="+", default=[45, 55, 65], help="blocks per search-heavy problem")
-    p.add_argument("--repeats", type=int, default=3, help="runs per search-heavy problem and side (best is kept)")
-    p.add_argument("--calls", type=int, default=5, help="runs per small problem and side (best is kept)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the generated blocksworld problems")
+    p.add_argument(
+        "--sizes", type=positive_int, nargs="+", default=[45, 55, 65], help="blocks per search-heavy problem"
+    )
+    p.add_argument(
+        "--repeats", type=positive_int, default=3, help="runs per search-heavy problem and side (best is kept)"
+    )
+    p.add_argument("--calls", type=positive_int, default=5, help="runs per small problem and side (best is kept)")
+    p.add_argument("--seed", type=nonneg_int, default=0, help="seed of the generated blocksworld problems")
     p.add_argument("--quick", action="store_true", help="one 12-block problem, 1 run each: a smoke run")
     p.add_argument("--out", help="directory for results.json and the generated PDDL (pddl/)")
     args = p.parse_args(argv)

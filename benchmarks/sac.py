@@ -17,6 +17,8 @@ import time
 
 import numpy as np
 
+from embody.commands import nonneg_int, positive_float, positive_int
+
 TARGET = 1.5  # ours / SB3's speed at equal return
 
 
@@ -158,13 +160,13 @@ def main(argv: list[str]) -> int:
         prog="embody bench sac", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--task", default="cartpole-swingup")
-    p.add_argument("--envs", type=int, default=16)
-    p.add_argument("--steps", type=int, default=40_000)
-    p.add_argument("--utd", type=float, default=0.5)
-    p.add_argument("--learning-starts", type=int, default=2_000)
-    p.add_argument("--hidden", type=int, nargs="+", default=[256, 256])
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=1, help="torch threads on both sides")
+    p.add_argument("--envs", type=positive_int, default=16)
+    p.add_argument("--steps", type=positive_int, default=40_000)
+    p.add_argument("--utd", type=positive_float, default=0.5)
+    p.add_argument("--learning-starts", type=nonneg_int, default=2_000)
+    p.add_argument("--hidden", type=positive_int, nargs="+", default=[256, 256])
+    p.add_argument("--seed", type=nonneg_int, default=0)
+    p.add_argument("--threads", type=positive_int, default=1, help="torch threads on both sides")
     p.add_argument("--out")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)

@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 import os
 
+from embody.commands import positive_int
+
 WORKLOADS = {"pybullet": ("h1_2-velocity", "pybullet", 16), "mujoco": ("h1_2-velocity", "mujoco", 256)}
 
 
@@ -86,9 +88,9 @@ def main(argv: list[str]) -> int:
         prog="embody bench scale", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--workloads", nargs="+", choices=sorted(WORKLOADS), default=sorted(WORKLOADS))
-    p.add_argument("--workers", nargs="+", type=int, default=[1, 2, 4], help="worker counts to time")
-    p.add_argument("--iterations", type=int, default=4, help="timed PPO iterations per row")
-    p.add_argument("--envs", type=int, help="total envs of every row (default: the workload's)")
+    p.add_argument("--workers", nargs="+", type=positive_int, default=[1, 2, 4], help="worker counts to time")
+    p.add_argument("--iterations", type=positive_int, default=4, help="timed PPO iterations per row")
+    p.add_argument("--envs", type=positive_int, help="total envs of every row (default: the workload's)")
     p.add_argument("--quick", action="store_true", help="mujoco, 16 envs, 1 and 2 workers, 1 iteration: a smoke run")
     p.add_argument("--out", help="directory for results.json")
     args = p.parse_args(argv)

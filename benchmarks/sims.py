@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from embody.commands import positive_int
 from embody.robots import get_robot
 from embody.sims import InitState, SimConfig, installed_simulators, make_sim
 from embody.sims.vec_env import make_env
@@ -124,9 +125,9 @@ def main(argv: list[str]) -> int:
     """``embody bench sims``: measure every installed (or ``--sim``) adapter, print the Markdown table;
     ``--out DIR`` writes ``results.json`` and ``results.md``. Returns 0."""
     p = argparse.ArgumentParser(prog="embody bench sims", description=__doc__)
-    p.add_argument("--envs", type=int, default=16, help="batch size for every adapter")
-    p.add_argument("--steps", type=int, default=200, help="control steps measured per workload")
-    p.add_argument("--genesis-envs", type=int, default=64, help="batch for Genesis batched vs. single")
+    p.add_argument("--envs", type=positive_int, default=16, help="batch size for every adapter")
+    p.add_argument("--steps", type=positive_int, default=200, help="control steps measured per workload")
+    p.add_argument("--genesis-envs", type=positive_int, default=64, help="batch for Genesis batched vs. single")
     p.add_argument("--sim", action="append", help="an adapter to include (default: every installed one)")
     p.add_argument("--quick", action="store_true", help="a few steps: checks the plumbing, not a measurement")
     p.add_argument("--out", help="directory for results.json and results.md")

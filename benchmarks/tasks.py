@@ -18,6 +18,8 @@ import os
 
 import numpy as np
 
+from embody.commands import nonneg_int, positive_int
+
 
 def _rate(step, steps: int, n_envs: int) -> float:
     from embody.benchmarks import best_seconds
@@ -92,9 +94,11 @@ def main(argv: list[str]) -> int:
     )
     p.add_argument("--task", nargs="*", default=None, help="tasks (default: all registered)")
     p.add_argument("--sim", nargs="*", default=None, help="simulators (default: all installed)")
-    p.add_argument("--envs", type=int, default=16)
-    p.add_argument("--steps", type=int, default=50, help="control steps per repetition (best of 3)")
-    p.add_argument("--frames", type=int, default=10, help="rendered frames per repetition (0: no render columns)")
+    p.add_argument("--envs", type=positive_int, default=16)
+    p.add_argument("--steps", type=positive_int, default=50, help="control steps per repetition (best of 3)")
+    p.add_argument(
+        "--frames", type=nonneg_int, default=10, help="rendered frames per repetition (0: no render columns)"
+    )
     p.add_argument("--out", help="directory for results.json")
     args = p.parse_args(argv)
     tasks = args.task or sorted(TASKS.names())

@@ -3,7 +3,7 @@
 Configs are plain dataclasses composed by fields (no inheritance chains that silently
 override values). Every override is checked against the field's type and unknown keys fail
 with the list of valid ones. Numeric fields declare their valid range in the type
-(``batch_size: PosInt``, ``gamma: Unit``): a value outside it is refused naming the key.
+(``batch_size: PosInt``, ``gamma: Unit``, ranges ``Span``): a value outside it is refused naming the key.
 """
 
 from __future__ import annotations
@@ -45,12 +45,22 @@ class Bounds:
                 raise ConfigError(f"{where} = {value!r}: must be {sign} {bound}")
 
 
+@dataclasses.dataclass(frozen=True)
+class Ascending:
+    """A (low, high) range whose low is not above its high: ``Annotated[tuple[float, float], Ascending()]``."""
+
+    def check(self, value: Any, where: str) -> None:
+        if value[0] > value[1]:
+            raise ConfigError(f"{where} = {list(value)}: a (low, high) range, low above high")
+
+
 Count = Annotated[int, Bounds(ge=0)]
 PosInt = Annotated[int, Bounds(ge=1)]
 PosFloat = Annotated[float, Bounds(gt=0)]
 NonNeg = Annotated[float, Bounds(ge=0)]
 Unit = Annotated[float, Bounds(ge=0, le=1)]  # shares, probabilities, discounts
 Seed = Annotated[int, Bounds(ge=0, le=2**32 - 1)]  # what numpy's seeding accepts
+Span = Annotated[tuple[float, float], Ascending()]  # a range values are drawn from
 
 
 def to_dict(obj: Any) -> Any:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from embody.config import NonNeg, PosFloat, PosInt, Unit
+from embody.config import NonNeg, PosFloat, PosInt, Span, Unit
 
 from .actor_critic import ActorCritic
 
@@ -37,7 +37,7 @@ class PPOConfig:
     lr: NonNeg = 1e-3
     lr_schedule: str = "adaptive"  # adaptive | linear | constant
     desired_kl: PosFloat = 0.01
-    lr_bounds: tuple[float, float] = (1e-5, 1e-2)  # the adaptive schedule stays within these
+    lr_bounds: Span = (1e-5, 1e-2)  # the adaptive schedule stays within these
     gamma: Unit = 0.99
     lam: Unit = 0.95
     clip: PosFloat = 0.2

@@ -12,6 +12,7 @@ import argparse
 
 from embody.benchmarks import save_results
 from embody.benchmarks.gpu import TINY_TRAIN, env_rates, print_env_rows, train_rates
+from embody.commands import positive_float, positive_int
 
 TASKS = ("almi-lower", "almi-upper")
 
@@ -21,9 +22,9 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         prog="embody bench almi-gpu", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--envs", type=int, default=4096)
-    p.add_argument("--steps", type=int, default=50, help="timed env steps per task and simulator")
-    p.add_argument("--budget", type=float, default=120.0, help="seconds of PPO on almi-lower on MJX")
+    p.add_argument("--envs", type=positive_int, default=4096)
+    p.add_argument("--steps", type=positive_int, default=50, help="timed env steps per task and simulator")
+    p.add_argument("--budget", type=positive_float, default=120.0, help="seconds of PPO on almi-lower on MJX")
     p.add_argument("--tiny", action="store_true", help="4 envs, 3 steps, one 8-step PPO iteration: the CPU check")
     p.add_argument("--out", help="directory for results.json")
     args = p.parse_args(argv)

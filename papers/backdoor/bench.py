@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from embody.commands import positive_int
+
 
 def refine_all(log) -> list[dict]:
     """Time the refinement of every shipped spec."""
@@ -88,9 +90,9 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         prog="embody bench backdoor", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--episodes", type=int, default=40, help="episodes of the generated dataset")
-    p.add_argument("--steps", type=int, default=1000, help="gradient steps timed per agent (DT: half)")
-    p.add_argument("--seeds", type=int, default=1)
+    p.add_argument("--episodes", type=positive_int, default=40, help="episodes of the generated dataset")
+    p.add_argument("--steps", type=positive_int, default=1000, help="gradient steps timed per agent (DT: half)")
+    p.add_argument("--seeds", type=positive_int, default=1)
     p.add_argument("--peer-python", help="the interpreter of an environment with d3rlpy (default: build/peers)")
     p.add_argument("--no-peer", action="store_true", help="embody's side only (a smoke run: no ratios)")
     p.add_argument("--out", help="directory for results.json")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from embody.config import Span
 from embody.policies.diffusion import DiffusionConfig
 from embody.policies.trajectory import TrajectoryBCConfig
 from embody.policies.value import QConfig
@@ -50,7 +51,7 @@ class DataConfig:
     continue_steps: int = 8  # base-policy steps after the H plan steps (the Q model's long horizon)
     lateral_m: float = 4.0  # lateral perturbation: one lane left/right (± lateral_m) or none, plus noise
     lateral_noise_m: float = 0.7
-    speed_range: tuple[float, float] = (-8.0, 4.0)  # [m/s] speed perturbation, ramped in
+    speed_range: Span = (-8.0, 4.0)  # [m/s] speed perturbation, ramped in
     collision_penalty: float = 100.0  # return = progress [m] - penalties
     off_road_penalty: float = 10.0  # per off-road step
     off_road_exit_penalty: float = 0.0  # once, if the branch leaves the road at all

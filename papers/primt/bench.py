@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from embody.commands import positive_int
 from embody.extras import require
 
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -86,10 +87,10 @@ def main(argv: list[str]) -> int:
     )
     p.add_argument("pairs", help="a preference file with true rewards (RUN/preferences.safetensors)")
     p.add_argument("--task", default="cartpole-swingup")
-    p.add_argument("--obs-size", type=int, default=5)
-    p.add_argument("--action-size", type=int, default=1)
-    p.add_argument("--count", type=int, default=20, help="pairs asked about")
-    p.add_argument("--repeats", type=int, default=4)
+    p.add_argument("--obs-size", type=positive_int, default=5)
+    p.add_argument("--action-size", type=positive_int, default=1)
+    p.add_argument("--count", type=positive_int, default=20, help="pairs asked about")
+    p.add_argument("--repeats", type=positive_int, default=4)
     p.add_argument("--llm-url", help="a model's API root instead of SmolLM2 on loopback")
     p.add_argument("--out", help="results.json here")
     args = p.parse_args(argv)

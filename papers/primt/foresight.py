@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from embody.chat import ChatClient, ChatError
+from embody.config import Span
 
 from .judges import strict_json
 
@@ -47,7 +48,7 @@ class ForesightConfig:
 
     trajectories: int = 200  # PRIMT's
     jitter: float = 0.05  # std of each waypoint coordinate in the start–target frame
-    speed: tuple[float, float] = (0.01, 0.04)  # m per control step the tip's setpoint moves, drawn per episode
+    speed: Span = (0.01, 0.04)  # m per control step the tip's setpoint moves, drawn per episode
     reach: float = 0.015  # m: a waypoint is passed once the tip is this close
     end_jitter: float = 0.0  # m: std of the last waypoint's offset from the target per axis (0: the target itself)
     tilt: float = 0.0  # rad: std per axis of a rotation of the peg's pointing-down orientation, drawn per episode

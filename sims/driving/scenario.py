@@ -19,6 +19,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Literal
 
+from embody.config import Span
 from embody.registry import Registry
 
 from .actors import Trajectory
@@ -48,7 +49,7 @@ class TrafficSpec:
     vehicles: int = 20
     density: float = 1.0
     model: Literal["idm", "idm-keep-lane", "linear", "aggressive", "defensive", "constant"] = "idm"
-    speed_range: tuple[float, float] = (21.0, 27.0)
+    speed_range: Span = (21.0, 27.0)
     merging: int = 2
     collisions: bool = True  # check traffic–traffic collisions (the ego's are always checked)
 

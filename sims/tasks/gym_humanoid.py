@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from embody.config import Span
 from embody.robots import RobotState
 from embody.rotations import quat_rotate
 
@@ -35,7 +36,7 @@ class GymHumanoidConfig(TaskConfig):
     sim: SimConfig = field(default_factory=lambda: SimConfig(decimation=5, control="torque"))
     max_episode_steps: int = 1000
     reward_weights: dict[str, float] = field(default_factory=lambda: {"healthy": 5.0, "forward": 1.25, "ctrl": -0.1})
-    healthy_z: tuple[float, float] = (1.0, 2.0)
+    healthy_z: Span = (1.0, 2.0)
     reset_noise: float = 0.01
 
 

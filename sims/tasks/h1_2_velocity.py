@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from embody.config import Span
 from embody.robots import RobotSpec, RobotState
 from embody.robots.h1_2.observations import imu_mount, pelvis_ang_vel, projected_gravity
 from embody.rotations import quat_rotate_inverse
@@ -45,15 +46,15 @@ class Randomization:
     """Domain randomization: physics drawn per episode, base pushes and a per-episode action delay."""
 
     enabled: bool = True
-    friction: tuple[float, float] = (0.3, 1.25)  # multiplier of the nominal friction
-    added_base_mass: tuple[float, float] = (-1.0, 3.0)  # kg
-    mass_scale: tuple[float, float] = (0.95, 1.05)
-    push_interval_s: tuple[float, float] = (4.0, 8.0)  # time between pushes, drawn per push
+    friction: Span = (0.3, 1.25)  # multiplier of the nominal friction
+    added_base_mass: Span = (-1.0, 3.0)  # kg
+    mass_scale: Span = (0.95, 1.05)
+    push_interval_s: Span = (4.0, 8.0)  # time between pushes, drawn per push
     push_velocity: float = 0.5  # m/s, largest horizontal kick per axis
     action_delay_steps: int = 1  # each episode draws a delay in 0..this many control steps
-    kp_scale: tuple[float, float] = (1.0, 1.0)  # PD stiffness multiplier per episode (actuator randomization)
-    kd_scale: tuple[float, float] = (1.0, 1.0)  # PD damping multiplier per episode
-    armature_scale: tuple[float, float] = (1.0, 1.0)  # rotor inertia multiplier per episode (engines disagree on it)
+    kp_scale: Span = (1.0, 1.0)  # PD stiffness multiplier per episode (actuator randomization)
+    kd_scale: Span = (1.0, 1.0)  # PD damping multiplier per episode
+    armature_scale: Span = (1.0, 1.0)  # rotor inertia multiplier per episode (engines disagree on it)
 
 
 # per second (legged_gym's convention; unitree_rl_gym's H1-2 values plus a torque penalty)
@@ -89,9 +90,9 @@ VELOCITY_REWARD_WEIGHTS = {
 class Commands:
     """Velocity command ranges (base frame), drawn uniformly per env and redrawn every ``resample_s`` seconds."""
 
-    lin_vel_x: tuple[float, float] = (-1.0, 1.0)  # ranges [m/s, m/s, rad/s]
-    lin_vel_y: tuple[float, float] = (-0.5, 0.5)
-    yaw_rate: tuple[float, float] = (-1.0, 1.0)
+    lin_vel_x: Span = (-1.0, 1.0)  # ranges [m/s, m/s, rad/s]
+    lin_vel_y: Span = (-0.5, 0.5)
+    yaw_rate: Span = (-1.0, 1.0)
     zero_fraction: float = 0.1  # share of commands that ask to stand still
     resample_s: float = 10.0
 

@@ -144,6 +144,34 @@ def test_every_numeric_argument_declares_its_range():
     assert len(_numeric_arguments()) > 30  # the walk found the commands' numeric flags
 
 
+def test_every_benchmark_argument_declares_its_range(monkeypatch):
+    """``embody bench NAME`` hands the rest of the line to the benchmark's own parser, which the walk above does
+    not reach: capture each parser as it parses, before the benchmark runs."""
+    import importlib
+
+    from embody import plugins
+    from embody.benchmarks import BENCHMARKS
+
+    class Parsed(Exception):
+        pass
+
+    def capture(parser, *args, **kwargs):
+        raise Parsed(parser)
+
+    plugins.load()
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", capture)
+    unchecked = []
+    for name, module in sorted(BENCHMARKS.items()):
+        with pytest.raises(Parsed) as parsed:
+            importlib.import_module(module).main([])
+        unchecked += [
+            f"bench {name} {'/'.join(a.option_strings)}"
+            for a in parsed.value.args[0]._actions
+            if a.type in (int, float)
+        ]
+    assert not unchecked, "use embody.commands' range-checked types:\n" + "\n".join(unchecked)
+
+
 def test_every_command_lists_its_input_files():
     names = {name for name, _ in _leaf_parsers()}
     assert names == set(INPUT_PATHS) | NO_INPUT_FILES, "add new commands to INPUT_PATHS or NO_INPUT_FILES"

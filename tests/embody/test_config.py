@@ -4,7 +4,7 @@ from typing import Literal
 import pytest
 
 from embody.config import ConfigError, apply_override, check, from_dict, load_yaml, parse_override, to_dict
-from embody.train import TrainConfig, resolve_config
+from embody.train import TrainConfig, build_env, resolve_config
 
 
 @dataclass
@@ -67,6 +67,8 @@ def test_bounds_hold_for_files_and_for_configs_built_in_code(tmp_path):
     (tmp_path / "bad.yaml").write_text("sac:\n  tau: 3\n")
     with pytest.raises(ConfigError, match=r"bad.yaml.sac.tau = 3.0: must be ≤ 1"):
         resolve_config("cartpole-swingup", str(tmp_path / "bad.yaml"))
+    with pytest.raises(ConfigError, match=r"env.commands.lin_vel_x = \[1.0, -1.0\]: a \(low, high\) range"):
+        build_env(resolve_config("h1_2-velocity", overrides=["env.commands.lin_vel_x=[1, -1]"]), n_envs=1)
     cfg = TrainConfig()
     check(cfg)  # the defaults are in range
     cfg.ppo.epochs = 0
