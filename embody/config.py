@@ -50,8 +50,8 @@ class Ascending:
     """A (low, high) range whose low is not above its high: ``Annotated[tuple[float, float], Ascending()]``."""
 
     def check(self, value: Any, where: str) -> None:
-        if value[0] > value[1]:
-            raise ConfigError(f"{where} = {list(value)}: a (low, high) range, low above high")
+        if len(value) != 2 or value[0] > value[1]:
+            raise ConfigError(f"{where} = {list(value)}: must be a (low, high) range, low not above high")
 
 
 Count = Annotated[int, Bounds(ge=0)]

@@ -67,8 +67,9 @@ def test_bounds_hold_for_files_and_for_configs_built_in_code(tmp_path):
     (tmp_path / "bad.yaml").write_text("sac:\n  tau: 3\n")
     with pytest.raises(ConfigError, match=r"bad.yaml.sac.tau = 3.0: must be ≤ 1"):
         resolve_config("cartpole-swingup", str(tmp_path / "bad.yaml"))
-    with pytest.raises(ConfigError, match=r"env.commands.lin_vel_x = \[1.0, -1.0\]: a \(low, high\) range"):
-        build_env(resolve_config("h1_2-velocity", overrides=["env.commands.lin_vel_x=[1, -1]"]), n_envs=1)
+    for bad in ("[1.0, -1.0]", "[1.0]"):  # low above high; not a pair (was an IndexError)
+        with pytest.raises(ConfigError, match=rf"env.commands.lin_vel_x = \{bad[:-1]}\]: must be a \(low, high\)"):
+            build_env(resolve_config("h1_2-velocity", overrides=[f"env.commands.lin_vel_x={bad}"]), n_envs=1)
     cfg = TrainConfig()
     check(cfg)  # the defaults are in range
     cfg.ppo.epochs = 0
