@@ -32,7 +32,7 @@ REPLAY, REWARD_MODEL, PREFERENCES = "replay.safetensors", "reward_model", "prefe
 def train_sac(cfg, out: Path, resume: bool = False, teacher: Teacher | None = None) -> dict:
     """Train, checkpoint (policy, optimizer and replay buffer), evaluate and record a video into ``out``;
     ``teacher`` answers preference queries (else ``preference.teacher`` names one)."""
-    from embody.train import finish_run
+    from embody.train import CheckpointClock, finish_run
 
     if cfg.workers and (cfg.sac.her != "none" or teacher is not None or cfg.preference.teacher != "none"):
         raise ConfigError("--workers: SAC collects on workers without HER or a preference-learned reward (not yet)")
@@ -80,6 +80,7 @@ def train_sac(cfg, out: Path, resume: bool = False, teacher: Teacher | None = No
     progress = Progress(cfg.steps, label=f"train {cfg.task} (sac)", max_time_s=max(cfg.max_time_s - time_offset, 0))
     progress.update(sac.env_steps, force=True)
     logged: list[dict] = []  # this call's metrics rows
+    due = CheckpointClock(cfg, time_offset)
 
     def save(time_s: float) -> None:
         meta = {"env_steps": sac.env_steps, "updates": sac.updates, "time_s": time_s, "config": to_dict(cfg)}
@@ -93,7 +94,7 @@ def train_sac(cfg, out: Path, resume: bool = False, teacher: Teacher | None = No
         log.append(row)
         logged.append(row)
         progress.update(row["env_steps"], ret=row["episode_return"], alpha=row["alpha"])
-        if len(logged) % cfg.checkpoint_every == 0:
+        if due(row["time_s"]):
             save(row["time_s"])
         return cfg.max_time_s > 0 and row["time_s"] >= cfg.max_time_s
 

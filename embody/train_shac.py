@@ -26,7 +26,7 @@ from embody.sims.pixels import DifferentiableFrames
 
 def train_shac(cfg, out: Path, resume: bool = False) -> dict:
     """Train, checkpoint, evaluate and record a video into ``out``."""
-    from embody.train import finish_run
+    from embody.train import CheckpointClock, finish_run
 
     env = build_env(cfg)
     denv = DiffEnv(env)  # before the run directory: an undifferentiable task or simulator leaves none behind
@@ -53,6 +53,7 @@ def train_shac(cfg, out: Path, resume: bool = False) -> dict:
     progress = Progress(cfg.steps, label=f"train {cfg.task} (shac)", max_time_s=max(cfg.max_time_s - time_offset, 0))
     progress.update(shac.env_steps, force=True)
     last: dict = {}
+    due = CheckpointClock(cfg, time_offset)
 
     def save(time_s: float) -> None:
         meta = {"env_steps": shac.env_steps, "iteration": shac.iteration, "time_s": time_s, "config": to_dict(cfg)}
@@ -63,7 +64,7 @@ def train_shac(cfg, out: Path, resume: bool = False) -> dict:
         last.update(m)
         log.append(m)
         progress.update(m["env_steps"], ret=m["episode_return"], grad=m["actor_grad_norm"])
-        if m["iteration"] % cfg.checkpoint_every == 0:
+        if due(m["time_s"]):
             save(m["time_s"])
         return cfg.max_time_s > 0 and m["time_s"] >= cfg.max_time_s
 

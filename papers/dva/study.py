@@ -61,6 +61,7 @@ class StudyConfig:
         default_factory=lambda: [
             "video=false",
             "checkpoint_every=1000000",
+            "checkpoint_minutes=0",  # no saves inside the timed budget
             "shac.lr_schedule=constant",  # a wall-clock budget has no step count to decay over
             "sac.log_every=1000",  # the budget is checked at each metrics row
             "sac.learning_starts=1000",

@@ -52,3 +52,13 @@ def test_eval_episodes_zero_trains_without_a_final_evaluation(tmp_path):
     cfg.eval_episodes = -1
     with pytest.raises(ConfigError, match="eval_episodes = -1"):
         train(cfg, tmp_path / "negative")
+
+
+def test_checkpoints_come_by_report_count_and_by_training_time():
+    from embody.train import CheckpointClock, TrainConfig
+
+    by_time = CheckpointClock(TrainConfig(checkpoint_every=1000, checkpoint_minutes=1.0), time_s=100.0)
+    # reports 25 s apart (a resumed run starts its clock at its saved time): due each time 60 s have passed
+    assert [by_time(100.0 + 25 * i) for i in range(1, 7)] == [False, False, True, False, False, True]
+    by_count = CheckpointClock(TrainConfig(checkpoint_every=2, checkpoint_minutes=0.0), time_s=0.0)
+    assert [by_count(1e6 * i) for i in range(1, 5)] == [False, True, False, True]
