@@ -157,7 +157,7 @@ def parse_override(text: str) -> tuple[str, Any]:
     try:
         return key.strip(), yaml.safe_load(raw)
     except yaml.YAMLError as e:
-        raise ConfigError(f"override {text!r}: cannot parse value: {e}") from None
+        raise ConfigError(f"override {text!r}: cannot parse value: {yaml_problem(e)}") from None
 
 
 def apply_override(obj: Any, key: str, value: Any) -> None:
@@ -194,10 +194,20 @@ def load_yaml(path: str | Path) -> dict:
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {path}") from None
     except yaml.YAMLError as e:
-        raise ConfigError(f"config file {path} is not valid YAML: {e}") from None
+        raise ConfigError(f"config file {path} is not valid YAML: {yaml_problem(e)}") from None
+    except (UnicodeDecodeError, IsADirectoryError) as e:
+        raise ConfigError(f"config file {path} is not a text file: {e}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a mapping at the top level")
     return data
+
+
+def yaml_problem(e: yaml.YAMLError) -> str:
+    """A YAML parse error on one line: ``line 2, column 1: expected the node content, but found '<stream end>'``."""
+    mark, problem = getattr(e, "problem_mark", None), getattr(e, "problem", None)
+    if mark is None or problem is None:
+        return " ".join(str(e).split())
+    return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
 
 
 def save_yaml(obj: Any, path: str | Path) -> None:

@@ -68,7 +68,12 @@ class PolicyRunner:
         self.task = task_cls(task_cfg, self.robot, 1, cfg.seed)
         self.policy = load_run_checkpoint(run, expect=self.task).policy
         self.commands = None if commands is None else np.asarray(commands, dtype=np.float64).reshape(1, -1)
-        self.reset()
+        if self.commands is not None and not callable(getattr(self.task, "set_commands", None)):
+            raise HardwareError(f"--command: {run}'s task {cfg.task!r} takes no velocity command")
+        try:
+            self.reset()
+        except ValueError as e:  # the task refuses the command: its shape or its trained range
+            raise HardwareError(f"--command {','.join(f'{v:g}' for v in self.commands[0])}: {e}") from None
 
     def reset(self) -> None:
         """Start an episode: the task's on_reset (fixed commands re-applied) and the policy's recurrent state

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from embody.config import PosFloat
+from embody.config import PosFloat, PosInt
 
 from .networks import Normalizer, PixelEncoder, mlp
 
@@ -22,8 +22,8 @@ from .networks import Normalizer, PixelEncoder, mlp
 class ActorCriticConfig:
     """Layer sizes, activation, initial action std and obs normalization of ``ActorCritic`` (saved in checkpoints)."""
 
-    actor_hidden: list[int] = field(default_factory=lambda: [64, 64])
-    critic_hidden: list[int] = field(default_factory=lambda: [64, 64])
+    actor_hidden: list[PosInt] = field(default_factory=lambda: [64, 64])
+    critic_hidden: list[PosInt] = field(default_factory=lambda: [64, 64])
     activation: str = "tanh"
     init_std: PosFloat = 0.6
     normalize_obs: bool = True

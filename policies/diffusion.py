@@ -24,6 +24,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from embody.config import PosInt
+
 from .networks import Normalizer, mlp
 from .trajectory import (
     Array,
@@ -50,7 +52,7 @@ class DiffusionConfig:
 
     timesteps: int = 100  # T, DDPM training steps
     schedule: str = "cosine"  # cosine (Nichol & Dhariwal) | linear (1e-4..0.02, scaled by 1000/T)
-    hidden: list[int] = field(default_factory=lambda: [256, 256, 256])
+    hidden: list[PosInt] = field(default_factory=lambda: [256, 256, 256])
     activation: str = "silu"
     time_embed: int = 32  # sinusoidal timestep embedding size
     ddim_steps: int = 10  # default sampling steps (≤ timesteps)

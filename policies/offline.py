@@ -37,6 +37,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from embody.config import PosInt
+
 from .networks import Normalizer, mlp
 from .trajectory import Array, SavedModel, as_tensor, check_rows, fit_normalizer, like_input, load_model, save_model
 
@@ -49,7 +51,7 @@ class OfflineRLConfig:
     each algorithm's own hyperparameters (fields marked TD3+BC or IQL apply to that one only)."""
 
     algo: str = "td3bc"  # td3bc | iql | cql | bc
-    hidden: list[int] = field(default_factory=lambda: [256, 256])
+    hidden: list[PosInt] = field(default_factory=lambda: [256, 256])
     activation: str = "relu"
     lr: float = 3e-4
     batch_size: int = 256

@@ -57,7 +57,7 @@ class PreferenceConfig:
     candidates: PosInt = 10  # pairs drawn per query kept (disagreement)
     history: PosInt = 100_000  # recent transitions segments are drawn from
     ensemble: PosInt = 3
-    hidden: list[int] = field(default_factory=lambda: [256, 256])
+    hidden: list[PosInt] = field(default_factory=lambda: [256, 256])
     lr: NonNeg = 3e-4
     epochs: PosInt = 50  # passes over the labels per session, at most
     stop_accuracy: Unit = 0.97  # a session's training stops once the ensemble fits this share of the labels

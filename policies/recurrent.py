@@ -18,6 +18,8 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from embody.config import PosInt
+
 from .networks import Normalizer, mlp
 
 RNN_TYPES = {"gru": nn.GRU, "lstm": nn.LSTM}
@@ -30,8 +32,8 @@ class RecurrentConfig:
     rnn_type: str = "gru"  # gru | lstm
     rnn_hidden: int = 64
     rnn_layers: int = 1
-    actor_hidden: list[int] = field(default_factory=lambda: [64])
-    critic_hidden: list[int] = field(default_factory=lambda: [64])
+    actor_hidden: list[PosInt] = field(default_factory=lambda: [64])
+    critic_hidden: list[PosInt] = field(default_factory=lambda: [64])
     activation: str = "elu"
     init_std: float = 0.6
     normalize_obs: bool = True

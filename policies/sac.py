@@ -43,7 +43,7 @@ LOSSES = ("critic_loss", "actor_loss", "alpha", "q_mean")  # every metrics row h
 class SACConfig:
     """SAC's settings (see the module docstring); ``hidden`` is also the policy's saved layout."""
 
-    hidden: list[int] = field(default_factory=lambda: [256, 256])
+    hidden: list[PosInt] = field(default_factory=lambda: [256, 256])
     activation: str = "relu"
     lr: NonNeg = 3e-4  # actor and critics
     alpha_lr: NonNeg = 3e-4

@@ -55,8 +55,8 @@ class SHACConfig:
     critic_minibatches: PosInt = 4
     target_alpha: Unit = 0.2  # Polyak: target ← α·target + (1 − α)·critic
     lr_schedule: str = "linear"  # linear (to 0 at the step budget) | constant
-    actor_hidden: list[int] = field(default_factory=lambda: [64, 64])
-    critic_hidden: list[int] = field(default_factory=lambda: [64, 64])
+    actor_hidden: list[PosInt] = field(default_factory=lambda: [64, 64])
+    critic_hidden: list[PosInt] = field(default_factory=lambda: [64, 64])
     activation: str = "elu"
     init_std: PosFloat = math.exp(-1.0)
     augment: bool = True  # random shifts of a pixel actor's frames (DrQ's), in the rollouts

@@ -29,6 +29,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from embody.config import PosInt
+
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from .networks import ConvEncoder, Normalizer, mlp
 
@@ -39,7 +41,7 @@ Array = np.ndarray | torch.Tensor
 class TrajectoryBCConfig:
     """Network and training settings of ``train_trajectory_bc``."""
 
-    hidden: list[int] = field(default_factory=lambda: [256, 256])
+    hidden: list[PosInt] = field(default_factory=lambda: [256, 256])
     activation: str = "silu"
     epochs: int = 200
     batch_size: int = 256

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import torch
 
+from embody.config import PosInt
+
 from .networks import EnsembleMLP, Normalizer, mlp
 from .trajectory import (
     Array,
@@ -44,7 +46,7 @@ from .trajectory import (
 class QConfig:
     """Network and training settings of ``train_q`` (the training fields as ``TrajectoryBCConfig``'s)."""
 
-    hidden: list[int] = field(default_factory=lambda: [256, 256])
+    hidden: list[PosInt] = field(default_factory=lambda: [256, 256])
     activation: str = "silu"
     members: int = 1  # ensemble members (module docstring); 1: one MLP
     pessimism: float = 0.0  # score = mean − pessimism × std over the members

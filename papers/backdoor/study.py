@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
+from embody.config import PosInt
 from embody.jobs import Job, JobStore, run_jobs
 from embody.policies.offline_agents import AGENTS
 
@@ -46,7 +47,7 @@ class StudyConfig:
     sweep: list[float] = field(default_factory=lambda: [0.02, 0.05, 0.2])  # poison rates, first combo, poisoned
     agent_steps: int = 5000  # gradient steps of BC, TD3+BC, IQL, CQL
     dt_steps: int = 3000
-    hidden: list[int] = field(default_factory=lambda: [128, 128])
+    hidden: list[PosInt] = field(default_factory=lambda: [128, 128])
     eval_seeds: int = 80  # traffic seeds tried; those where the trigger happens (about a quarter) are kept
     patches: int = 4  # near-misses per trigger: the first half trains, the second is held out
     population: int = 12  # trigger refinement

@@ -56,6 +56,7 @@ def test_bad_overrides_fail_clearly(text, message):
         ("sac.utd=-1", "sac.utd = -1.0: must be > 0"),
         ("sac.lr=.nan", "sac.lr = nan: must be ≥ 0"),
         ("preference.mistake=2", "preference.mistake = 2.0: must be ≤ 1"),
+        ("policy.actor_hidden=[64,0]", r"policy.actor_hidden\[1\] = 0: must be ≥ 1"),  # trained a zero-width layer
     ],
 )
 def test_out_of_range_values_are_refused_naming_the_key(text, message):
@@ -87,6 +88,12 @@ def test_yaml_is_read_safely_and_errors_name_the_file(tmp_path):
     (tmp_path / "list.yaml").write_text("- 1\n")
     with pytest.raises(ConfigError, match="mapping"):
         load_yaml(tmp_path / "list.yaml")
+    (tmp_path / "broken.yaml").write_text("steps: [1\n")  # one line, with where: was PyYAML's five-line report
+    with pytest.raises(ConfigError, match=r"^config file \S+broken.yaml is not valid YAML: line 2, column 1: [^\n]+$"):
+        load_yaml(tmp_path / "broken.yaml")
+    (tmp_path / "binary.yaml").write_bytes(b"\x98\xff")
+    with pytest.raises(ConfigError, match="binary.yaml is not a text file"):  # was a UnicodeDecodeError traceback
+        load_yaml(tmp_path / "binary.yaml")
 
 
 def test_train_config_precedence(tmp_path):

@@ -11,6 +11,7 @@ import torch
 
 from embody.config import save_yaml
 from embody.hardware.deploy import PolicyRunner
+from embody.hardware.interface import HardwareError
 from embody.policies.actor_critic import ActorCritic
 from embody.policies.checkpoint import save_checkpoint
 from embody.train import build_env, policy_spec, resolve_config
@@ -78,6 +79,16 @@ def test_deploy_refuses_a_robot_the_run_was_not_trained_for(velocity_run):
 def test_deploy_refuses_a_log_that_is_neither_rerun_nor_mcap(velocity_run, tmp_path):
     out = deploy_cli(velocity_run, "--robot", "h1_2", "--log", tmp_path / "log.txt")
     assert out.returncode == 2 and "log.txt: a log is a Rerun .rrd or an MCAP .mcap file" in out.stderr
+
+
+def test_deploy_refuses_a_command_the_task_cannot_take(velocity_run):
+    out = deploy_cli(velocity_run, "--robot", "h1_2", "--command", "0.5,0")  # was a ValueError traceback
+    assert (
+        out.returncode == 2
+        and "--command 0.5,0: h1_2-velocity: commands must be finite with shape (1, 3)" in out.stderr
+    )
+    with pytest.raises(HardwareError, match="--command 9,0,0: .* vx = 9 lies outside the trained range"):
+        PolicyRunner(velocity_run, commands=np.array([9.0, 0.0, 0.0]))
 
 
 def test_deploy_refuses_an_unknown_target(velocity_run):
