@@ -346,7 +346,8 @@ def _deploy(args) -> int:
 
     from embody.hardware.deploy import DeployConfig, deploy
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("embody").setLevel(logging.INFO)  # the session's own steps; libraries' INFO is noise here
     cfg = DeployConfig(
         robot=args.robot,
         target=args.target,
