@@ -37,11 +37,17 @@ COLUMNS = {  # metric: (report heading, format); velocity errors of the gait-per
 }
 
 
-def evaluate_almi_run(run: Path, episodes: int, clips: Path | None = None, sim: str | None = None, seed: int = 1234):
-    """Per-episode outcomes of one run on the held-out motions: {metric: [value per episode]}."""
+def load_whole_body_run(run: Path):
+    """``run``'s TrainConfig, refused unless it trained the whole-body ``almi`` task."""
     cfg, _ = load_run(run)
     if cfg.task != "almi":
         raise ConfigError(f"{run}: an almi (whole-body) run is needed, this one trained {cfg.task}")
+    return cfg
+
+
+def evaluate_almi_run(run: Path, episodes: int, clips: Path | None = None, sim: str | None = None, seed: int = 1234):
+    """Per-episode outcomes of one run on the held-out motions: {metric: [value per episode]}."""
+    cfg = load_whole_body_run(run)
     motion = [f"env.motion.library={clips}"] if clips else [f"env.motion.families={json.dumps(list(HELD_OUT))}"]
     apply_overrides(cfg, texts=motion)
     env = build_env(cfg, n_envs=min(episodes, 16), sim=sim, seed=seed, evaluation=True)

@@ -16,7 +16,8 @@ import numpy as np
 
 from embody.config import ConfigError
 from embody.robots.motion import MotionError, load_library
-from embody.runs import load_run
+
+from .evaluate import load_whole_body_run
 
 # vx, vy, yaw rate, words: ALMI-X's templates, in the order they are used (``--commands N``: the first N)
 COMMANDS = (
@@ -64,7 +65,7 @@ def export_dataset(
         raise ConfigError(f"--commands must be in 1..{len(COMMANDS)}, got {n_commands}")
     if not Path(clips).is_dir():
         raise MotionError(f"{clips}: clip folder is missing")
-    sim = load_run(run)[0].env["sim"]
+    sim = load_whole_body_run(run).env["sim"]
     library = load_library(clips)
     if not library:
         raise MotionError(f"{clips}: the clip folder holds no .safetensors clips")

@@ -256,7 +256,7 @@ def test_the_tiny_study_trains_every_method_with_its_deploy_stage_and_reports(tm
     assert f"{tmp_path / 'none' / 'jobs'}: no finished jobs to report" in capsys.readouterr().err
 
 
-def test_export_dataset_records_clips_times_commands_with_a_language_task(tmp_path):
+def test_export_dataset_records_clips_times_commands_with_a_language_task(tmp_path, capsys):
     from embody.cli import main
     from embody.datasets.format import load
     from embody.papers.almi.train import compose, make_config
@@ -281,6 +281,9 @@ def test_export_dataset_records_clips_times_commands_with_a_language_task(tmp_pa
     ep = ds.episode(0)
     assert ep["embody.base_pose"].shape == (ds.row(0).length, 7) and ep["embody.imu"].shape[1] == 10
     assert main(argv[:-2] + ["--commands", "11", "--out", str(tmp_path / "x")]) == 2  # 10 templates
+    argv[2] = str(lower)  # one part, not the whole body: was a KeyError traceback
+    assert main(argv + ["--out", str(tmp_path / "y")]) == 2
+    assert "an almi (whole-body) run is needed, this one trained almi-lower" in capsys.readouterr().err
 
 
 def test_bench_learning_times_the_frozen_part_and_knows_almi_lower():
