@@ -59,7 +59,7 @@ class SACConfig:
     her: str = "none"  # none | future | final: hindsight relabelling (goal environments, policies/her.py)
     her_k: Count = 4  # relabelled goals per real one: a share k / (k + 1) of each batch is relabelled
     normalize_obs: bool = True  # running mean/std of the observations collected (in the policy, saved with it)
-    log_every: PosInt = 5_000  # env steps between metrics rows (and checkpoints)
+    log_every: PosInt = 5_000  # env steps between metrics rows (checkpoint_every counts these)
     worker_steps: PosInt = 8  # with --workers: vector steps each worker collects per round (then their updates)
 
 
