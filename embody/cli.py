@@ -119,7 +119,15 @@ def _train(args) -> int:
         out = Path(args.out or f"runs/{cfg.task}-{time.strftime('%Y%m%d-%H%M%S')}")
         if (out / "checkpoint").exists():
             raise exits.CommandError(f"{out} already holds a run; use --resume {out} or another --out")
-    summary = train(cfg, out, resume=bool(args.resume))
+    try:
+        summary = train(cfg, out, resume=bool(args.resume))
+    except KeyboardInterrupt:
+        saved = (out / "checkpoint").exists()
+        where = (
+            f"its last checkpoint is in {out}; `embody train --resume {out}` continues" if saved else "nothing saved"
+        )
+        print(f"\nembody train: interrupted: {where}", file=sys.stderr)
+        return exits.INTERRUPTED
     print(json.dumps(summary, indent=2))
     print(f"run written to {out}")
     return exits.OK
@@ -628,7 +636,8 @@ def build_parser() -> argparse.ArgumentParser:
         "embody",
         "embody: train in simulation, deploy to robots through the same code. Exit codes: "
         "0 done, 1 the outcome failed (deploy, replay --robot: a fault damped the robot; dataset validate), 2 bad input, 3 unsolvable (plan) or "
-        "simulator unreachable (drive), 4 planner timeout, 5 planner not available.",
+        "simulator unreachable (drive), 4 planner timeout, 5 planner not available, 130 interrupted (train: "
+        "checkpoint saved).",
     )
 
 

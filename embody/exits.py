@@ -14,6 +14,7 @@ UNSOLVABLE = 3  # plan: no plan exists / plan demo: the goal was not reached
 UNREACHABLE = 3  # drive --sim carla: the simulator server cannot be reached
 TIMEOUT = 4  # plan: the planner ran out of time
 NO_PLANNER = 5  # plan: the planner is not available
+INTERRUPTED = 130  # Ctrl-C (the shell's 128 + SIGINT); train saves its checkpoint first
 
 
 class CommandError(Exception):

@@ -197,8 +197,8 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, teacher=None) -> di
 
     try:
         ppo.learn(cfg.steps, on_iteration)
-    except Exception:
-        if last:  # a worker raised (or the learner): keep what was learned
+    except (Exception, KeyboardInterrupt):
+        if last:  # a worker or the learner raised, or Ctrl-C: keep what was learned
             save(last)
         raise
     finally:

@@ -100,8 +100,8 @@ def train_sac(cfg, out: Path, resume: bool = False, teacher: Teacher | None = No
 
     try:
         sac.learn(cfg.steps, on_log)
-    except Exception:
-        if logged:  # a worker raised (or the learner): keep what was learned
+    except (Exception, KeyboardInterrupt):
+        if logged:  # a worker or the learner raised, or Ctrl-C: keep what was learned
             save(logged[-1]["time_s"])
         raise
     finally:

@@ -68,7 +68,12 @@ def train_shac(cfg, out: Path, resume: bool = False) -> dict:
             save(m["time_s"])
         return cfg.max_time_s > 0 and m["time_s"] >= cfg.max_time_s
 
-    shac.learn(cfg.steps, on_iteration)
+    try:
+        shac.learn(cfg.steps, on_iteration)
+    except (Exception, KeyboardInterrupt):
+        if last:  # keep what was learned
+            save(last["time_s"])
+        raise
     progress.close(ret=last.get("episode_return", float("nan")))
     save(last.get("time_s", time_offset))
     plot_learning_curve(out, log.rows(), env.task.max_episode_return)

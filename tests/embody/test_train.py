@@ -1,6 +1,7 @@
 import pytest
 import torch
 
+from embody.policies.checkpoint import load_checkpoint
 from embody.train import resolve_config, train
 
 
@@ -62,3 +63,23 @@ def test_checkpoints_come_by_report_count_and_by_training_time():
     assert [by_time(100.0 + 25 * i) for i in range(1, 7)] == [False, False, True, False, False, True]
     by_count = CheckpointClock(TrainConfig(checkpoint_every=2, checkpoint_minutes=0.0), time_s=0.0)
     assert [by_count(1e6 * i) for i in range(1, 5)] == [False, True, False, True]
+
+
+def test_ctrl_c_saves_a_checkpoint_and_says_how_to_resume(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "run"
+    argv = [sys.executable, "-m", "embody.cli", "train", "cartpole-swingup", "--envs", "8", "--steps", "10000000"]
+    proc = subprocess.Popen([*argv, "--set", "ppo.n_steps=8", "--out", str(out)], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    metrics = out / "metrics.csv"
+    while time.monotonic() < deadline and not (metrics.exists() and len(metrics.read_text().splitlines()) > 1):
+        time.sleep(0.2)  # until the first iteration is logged
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert f"interrupted: its last checkpoint is in {out}; `embody train --resume {out}` continues" in err
+    assert load_checkpoint(out / "checkpoint").meta["env_steps"] > 0
