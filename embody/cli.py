@@ -656,6 +656,9 @@ def main(argv: list[str] | None = None) -> int:
             check_address(args.jobs_ray_address)
             jobs.use_backend("ray", address=args.jobs_ray_address)
         return cmd.run(args)
+    except KeyboardInterrupt:  # studies and stages keep their checkpoints and job files: rerunning resumes
+        print(f"\nembody {cmd.name}: interrupted", file=sys.stderr)
+        return exits.INTERRUPTED
     except Exception as e:
         code = exits.exit_code_of(e)
         if code is None:
