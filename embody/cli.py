@@ -656,7 +656,7 @@ def main(argv: list[str] | None = None) -> int:
             check_address(args.jobs_ray_address)
             jobs.use_backend("ray", address=args.jobs_ray_address)
         return cmd.run(args)
-    except KeyboardInterrupt:  # studies and stages keep their checkpoints and job files: rerunning resumes
+    except KeyboardInterrupt:  # a person stopped it: no traceback (training saves first, studies resume)
         print(f"\nembody {cmd.name}: interrupted", file=sys.stderr)
         return exits.INTERRUPTED
     except Exception as e:
