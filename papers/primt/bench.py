@@ -24,8 +24,10 @@ from embody.extras import require
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-def smollm2_responder(max_new_tokens: int = 16):
-    """respond(body) → the model's reply to the request's last user message (greedy)."""
+def smollm2_responder(max_new_tokens: int = 16, constrained: bool = False):
+    """respond(body) → the model's reply to the request's last user message: greedy generation, or with
+    ``constrained`` the allowed reply (``ALLOWED``) whose answer digit the model finds most likely after
+    ``{"better": `` — what a server constraining its output to the answer's JSON schema returns."""
     require("transformers", "primt-llm")
     import importlib.util
 
@@ -42,15 +44,29 @@ def smollm2_responder(max_new_tokens: int = 16):
         )
     tok = AutoTokenizer.from_pretrained(str(files[0].parent), gguf_file=files[0].name)
     model = AutoModelForCausalLM.from_pretrained(str(files[0].parent), gguf_file=files[0].name)
+    digits = [tok.convert_tokens_to_ids(str(d)) for d in ALLOWED]
 
-    def respond(body: dict) -> str:
+    def prompt(body: dict) -> dict:
         messages = [{"role": "user", "content": body["messages"][-1]["content"]}]
-        enc = tok.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt", return_dict=True)
-        with torch.no_grad():
-            out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False)
+        return tok.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+
+    @torch.no_grad()
+    def generate(body: dict) -> str:
+        enc = prompt(body)
+        out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False)
         return tok.decode(out[0, enc["input_ids"].shape[1] :], skip_special_tokens=True)
 
-    return respond
+    @torch.no_grad()
+    def choose(body: dict) -> str:
+        ids = prompt(body)["input_ids"]
+        prefix = tok(ANSWER_PREFIX, return_tensors="pt", add_special_tokens=False)["input_ids"]
+        logits = model(torch.cat([ids, prefix], 1)).logits[0, -1]
+        return ANSWER_PREFIX + f"{ALLOWED[int(logits[digits].argmax())]}}}"
+
+    return choose if constrained else generate
+
+
+ALLOWED, ANSWER_PREFIX = (1, 2, 0), '{"better": '  # the text judge's answers (judges.ANSWER)
 
 
 def measure(url: str, task: str, pairs: dict[str, np.ndarray], repeats: int, log) -> dict:
@@ -92,6 +108,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--count", type=positive_int, default=20, help="pairs asked about")
     p.add_argument("--repeats", type=positive_int, default=4)
     p.add_argument("--llm-url", help="a model's API root instead of SmolLM2 on loopback")
+    p.add_argument(
+        "--constrained", action="store_true", help="SmolLM2 answers only with one of the three allowed replies"
+    )
     p.add_argument("--out", help="results.json here")
     args = p.parse_args(argv)
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
@@ -101,10 +120,11 @@ def main(argv: list[str]) -> int:
         result = measure(args.llm_url, args.task, pairs, args.repeats, log)
     else:
         start = time.perf_counter()
-        respond = smollm2_responder()
+        respond = smollm2_responder(constrained=args.constrained)
         log(f"SmolLM2-135M-Instruct loaded in {time.perf_counter() - start:.1f} s")
         with LoopbackChatServer(respond=respond, record=False) as server:
-            result = measure(server.url, args.task, pairs, args.repeats, log) | {"model": GGUF}
+            result = measure(server.url, args.task, pairs, args.repeats, log)
+            result |= {"model": GGUF, "constrained": args.constrained}
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
         (Path(args.out) / "results.json").write_text(json.dumps(result, indent=2))
