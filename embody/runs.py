@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 import yaml
 
@@ -183,8 +184,10 @@ def evaluate_run(
     apply_overrides(cfg, texts=overrides)
     env = build_env(cfg, n_envs=min(n_envs, episodes), sim=sim, seed=seed, evaluation=True)
     ckpt = load_run_checkpoint(run, expect=env, checkpoint=checkpoint)
+    reward_model = run / "reward_model"  # a run on a learned reward (embody.train_sac)
+    segment = cfg.preference.segment if reward_model.is_dir() else 0
     start = time.perf_counter()
-    result = evaluate(env, ckpt.policy, episodes, deterministic=deterministic)
+    result = evaluate(env, ckpt.policy, episodes, deterministic=deterministic, segment=segment)
     summary = {
         "task": cfg.task,
         "sim": sim or cfg.sim,
@@ -195,8 +198,24 @@ def evaluate_run(
     }
     if env.task.terminations_are_falls:
         summary["survival_rate"] = 1.0 - summary["terminated_fraction"]
+    if segment:
+        summary.update(learned_reward_ranking(reward_model, result.segments, policy_spec(env)))
     env.close()
     return summary
+
+
+def learned_reward_ranking(reward_model: Path, segments: dict, spec: dict) -> dict:
+    """How the learned reward ranks held-out segments (the evaluation's: ``obs`` (k, L, o), ``actions`` (k, L, a),
+    ``rewards`` (k, L)) against the env's: ``reward_spearman`` of their sums, over ``reward_segments`` of them."""
+    from embody.policies.preference import spearman
+
+    model = load_checkpoint(reward_model, expect_spec=spec).policy
+    obs, actions, rewards = (segments[k] for k in ("obs", "actions", "rewards"))
+    k = len(rewards)
+    flat = (x.reshape(-1, x.shape[-1]).astype(np.float32) for x in (obs, actions))
+    learned = model.reward(*flat).reshape(k, -1)
+    rho = spearman(learned.sum(1), rewards.sum(1)) if k > 1 else float("nan")
+    return {"reward_spearman": rho, "reward_segments": k}
 
 
 def record_video(

@@ -23,6 +23,8 @@ class EvalResult:
     # per rendered frame: the step's reward and weighted terms that led to it, and env 0's command if the task has one
     frame_info: list[dict] = field(default_factory=list)
     metrics: dict[str, list[float]] = field(default_factory=dict)  # name -> per-episode mean (events: maximum)
+    # with ``segment`` L: the episodes cut into whole L-step segments, obs (k, L, o), actions (k, L, a), rewards (k, L)
+    segments: dict[str, np.ndarray] = field(default_factory=dict)
 
     def summary(self, max_return: float | None = None) -> dict:
         """Aggregates as a flat dict: ``episodes``, ``return_mean`` / ``_std`` / ``_min`` / ``_max``,
@@ -57,13 +59,15 @@ def evaluate(
     render: bool = False,
     device: str = "cpu",
     privileged: bool = False,
+    segment: int = 0,
 ) -> EvalResult:
     """Run ``episodes`` episodes over ``env``'s batch; env 0's first episode is rendered if asked.
     ``privileged``: the policy sees cat(obs, privileged obs) (n, o + p), as a teacher or scripted
-    expert does."""
+    expert does. ``segment`` > 0: also keep the episodes' steps, cut into segments of that length."""
     obs, priv = env.reset()
     policy.reset()
     result = EvalResult([], [], [])
+    steps = _Steps(env.n_envs) if segment else None
     sums: dict[str, np.ndarray] = {}  # per env, since its reset (events: the maximum)
     events = getattr(getattr(env, "task", None), "episode_events", frozenset())
     recording = render
@@ -73,9 +77,13 @@ def evaluate(
     while len(result.returns) < episodes:
         x = np.concatenate([obs, priv], axis=-1) if privileged else obs
         action = policy.act(torch.as_tensor(x, dtype=torch.float32, device=device), deterministic=deterministic)
+        if steps is not None:
+            steps.add(obs, action.cpu().numpy())
         obs, reward, terminated, truncated, info = env.step(action.cpu().numpy())
         priv = info.privileged_obs
         done = terminated | truncated
+        if steps is not None:
+            steps.end(reward, done)
         for name, value in info.metrics.items():
             sums[name] = np.maximum(sums.get(name, 0.0), value) if name in events else sums.get(name, 0.0) + value
         if recording:
@@ -98,7 +106,36 @@ def evaluate(
     result.returns, result.lengths = result.returns[:episodes], result.lengths[:episodes]
     result.terminated, result.success = result.terminated[:episodes], result.success[:episodes]
     result.metrics = {name: values[:episodes] for name, values in result.metrics.items()}
+    if steps is not None:
+        result.segments = steps.segments(segment, episodes)
     return result
+
+
+class _Steps:
+    """Every step's obs, action and reward over the batch, and each finished episode's (env, first, end) steps."""
+
+    def __init__(self, n_envs: int):
+        self.obs, self.actions, self.rewards, self.spans = [], [], [], []
+        self.start = np.zeros(n_envs, dtype=int)
+
+    def add(self, obs: np.ndarray, actions: np.ndarray) -> None:
+        self.obs.append(obs)
+        self.actions.append(actions)
+
+    def end(self, rewards: np.ndarray, done: np.ndarray) -> None:
+        self.rewards.append(rewards)
+        t = len(self.rewards)
+        for i in np.flatnonzero(done):
+            self.spans.append((i, self.start[i], t))
+            self.start[i] = t
+
+    def segments(self, length: int, episodes: int) -> dict[str, np.ndarray]:
+        """The first ``episodes`` finished episodes cut into whole ``length``-step segments (a shorter rest dropped)."""
+        arrays = {"obs": np.stack(self.obs), "actions": np.stack(self.actions), "rewards": np.stack(self.rewards)}
+        cuts = [(i, t) for i, first, end in self.spans[:episodes] for t in range(first, end - length + 1, length)]
+        env, first = np.array(cuts, dtype=int).reshape(-1, 2).T
+        rows = first[:, None] + np.arange(length)  # (k, L) step indices
+        return {k: v[rows, env[:, None]] for k, v in arrays.items()}
 
 
 def _frame_info(env, reward: float | None, terms: dict[str, float]) -> dict:

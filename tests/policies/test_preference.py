@@ -169,6 +169,8 @@ def test_sac_on_a_learned_reward_writes_its_model_and_labels_and_resumes(tmp_pat
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["feedback"] for r in rows] == [0, 0, 10, 20]  # sessions at 400 and 600 env steps
     assert rows[1]["reward_spearman"] is None and -1 <= rows[-1]["reward_spearman"] <= 1  # NaN is written null
+    ev = json.loads((out / "eval.json").read_text())  # the learned reward ranks the evaluation's segments too
+    assert ev["reward_segments"] == ev["length_mean"] // 10 and -1 <= ev["reward_spearman"] <= 1
     replay = ReplayBuffer(10_000, 5, 1).restore(out / "replay.safetensors")
     assert np.abs(replay.data["rewards"][: replay.size]).max() <= 1  # relabelled: tanh rewards, not the env's
     assert main(["train", "--resume", str(out), "--steps", "1000"]) == 0
