@@ -77,13 +77,12 @@ def evaluate(
     while len(result.returns) < episodes:
         x = np.concatenate([obs, priv], axis=-1) if privileged else obs
         action = policy.act(torch.as_tensor(x, dtype=torch.float32, device=device), deterministic=deterministic)
-        if steps is not None:
-            steps.add(obs, action.cpu().numpy())
-        obs, reward, terminated, truncated, info = env.step(action.cpu().numpy())
+        seen, action = obs, action.cpu().numpy()
+        obs, reward, terminated, truncated, info = env.step(action)
         priv = info.privileged_obs
         done = terminated | truncated
         if steps is not None:
-            steps.end(reward, done)
+            steps.add(seen, action, reward, done)
         for name, value in info.metrics.items():
             sums[name] = np.maximum(sums.get(name, 0.0), value) if name in events else sums.get(name, 0.0) + value
         if recording:
@@ -118,11 +117,10 @@ class _Steps:
         self.obs, self.actions, self.rewards, self.spans = [], [], [], []
         self.start = np.zeros(n_envs, dtype=int)
 
-    def add(self, obs: np.ndarray, actions: np.ndarray) -> None:
-        self.obs.append(obs)
+    def add(self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray, done: np.ndarray) -> None:
+        """One step: what each env saw (n, o), did (n, a) and got (n,), and which episodes ended (n,)."""
+        self.obs.append(np.array(obs))  # a copy: an env may reuse its observation buffer
         self.actions.append(actions)
-
-    def end(self, rewards: np.ndarray, done: np.ndarray) -> None:
         self.rewards.append(rewards)
         t = len(self.rewards)
         for i in np.flatnonzero(done):
