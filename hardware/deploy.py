@@ -70,10 +70,7 @@ class PolicyRunner:
         self.commands = None if commands is None else np.asarray(commands, dtype=np.float64).reshape(1, -1)
         if self.commands is not None and not callable(getattr(self.task, "set_commands", None)):
             raise HardwareError(f"--command: {run}'s task {cfg.task!r} takes no velocity command")
-        try:
-            self.reset()
-        except ValueError as e:  # the task refuses the command: its shape or its trained range
-            raise HardwareError(f"--command {','.join(f'{v:g}' for v in self.commands[0])}: {e}") from None
+        self.reset()
 
     def reset(self) -> None:
         """Start an episode: the task's on_reset (fixed commands re-applied) and the policy's recurrent state
@@ -83,8 +80,12 @@ class PolicyRunner:
         self.policy.reset()
 
     def _fix_commands(self) -> None:
-        if self.commands is not None:
+        if self.commands is None:
+            return
+        try:
             self.task.set_commands(np.array([0]), self.commands)
+        except ValueError as e:  # the task refuses the command: its shape or its trained range
+            raise HardwareError(f"--command {','.join(f'{v:g}' for v in self.commands[0])}: {e}") from None
 
     def observe(self, state: RobotState) -> np.ndarray:
         """The task's policy observation (1, o) for ``state``."""

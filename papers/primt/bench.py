@@ -22,6 +22,7 @@ from embody.commands import positive_int
 from embody.extras import require
 
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+ALLOWED, ANSWER_PREFIX = (1, 2, 0), '{"better": '  # the text judge's answers (judges.ANSWER)
 
 
 def smollm2_responder(max_new_tokens: int = 16, constrained: bool = False):
@@ -64,9 +65,6 @@ def smollm2_responder(max_new_tokens: int = 16, constrained: bool = False):
         return ANSWER_PREFIX + f"{ALLOWED[int(logits[digits].argmax())]}}}"
 
     return choose if constrained else generate
-
-
-ALLOWED, ANSWER_PREFIX = (1, 2, 0), '{"better": '  # the text judge's answers (judges.ANSWER)
 
 
 def measure(url: str, task: str, pairs: dict[str, np.ndarray], repeats: int, log) -> dict:
