@@ -113,8 +113,25 @@ class JobStore:
                 f"{self.root} holds jobs of another configuration ({', '.join(keys)} differ): "
                 "rerun with the same settings to resume, or use another folder"
             )
-        for path in (self.root / "jobs").glob(".*.claim"):  # a killed process's, e.g. after its last result
-            if (owner := _owner(path)) is not None and _dead(owner):
+        self._sweep()
+
+    def _sweep(self) -> None:
+        """Remove what killed processes left: their claims (e.g. after their last result), the private files
+        claims are linked from, and write_atomic's temporaries (``.NAME.PID.tmp``, which name no host: only
+        once a minute old, as is a claim file no owner can be read from, perhaps being written elsewhere)."""
+        for path in (self.root / "jobs").glob(".*"):
+            try:
+                old = time.time() - path.stat().st_mtime > 60
+            except FileNotFoundError:
+                continue
+            if path.suffix == ".tmp":
+                pid = path.name.split(".")[-2]
+                gone = old and pid.isdigit() and _dead({"pid": int(pid), "host": socket.gethostname()})
+            elif ".claim" in path.name:
+                gone = _dead(owner) if (owner := _owner(path)) is not None else old
+            else:
+                continue
+            if gone:
                 path.unlink(missing_ok=True)
 
     def __contains__(self, name: str) -> bool:
@@ -139,7 +156,9 @@ class JobStore:
         """Claim job ``name`` for this process: None when claimed (a dead process's claim on this host, or an
         unreadable one, is taken over), else who holds it ("pid P on HOST")."""
         path = self._claim_path(name)
-        mine = write_atomic(path.with_name(f"{path.name}.{os.getpid()}"), json.dumps(_me()))
+        mine = path.with_name(f"{path.name}.{os.getpid()}")  # private until linked: needs no temporary of its own
+        mine.parent.mkdir(parents=True, exist_ok=True)
+        mine.write_text(json.dumps(_me()))
         try:
             for _ in range(3):
                 try:

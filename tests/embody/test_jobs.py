@@ -113,6 +113,24 @@ def test_a_killed_run_resumes_to_the_uninterrupted_results(tmp_path):
     assert sorted(p.name for p in jobs_dir.iterdir()) == sorted(f"{n}.json" for n in whole)  # no temporaries left
 
 
+def test_leftovers_of_a_process_killed_while_writing_are_swept(tmp_path):
+    """What a SIGKILL between a write and its rename leaves (CI once found one); a temporary names no host,
+    so a young one is left alone: it may be another host's, mid-write."""
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    pid, jobs = int(dead.stdout), tmp_path / "jobs"
+    jobs.mkdir()
+    me = json.dumps({"pid": pid, "host": socket.gethostname()})
+    leftovers = {f".a.claim.{pid}": me, f".b.json.{pid}.tmp": "{", f"..c.claim.{pid}.{pid}.tmp": "", ".d.claim": ""}
+    for name, text in leftovers.items():
+        (jobs / name).write_text(text)
+    young = jobs / f".e.json.{pid}.tmp"
+    young.write_text("{")
+    for name in leftovers:
+        os.utime(jobs / name, (time.time() - 120,) * 2)
+    JobStore(tmp_path, {"study": "sweep"})
+    assert [p.name for p in jobs.iterdir()] == [young.name]
+
+
 def test_a_study_terminated_by_sigterm_releases_its_claim(tmp_path):
     script = STUDY.format(here=str(Path(__file__).parent)).replace('"sleep": 0.3', '"sleep": 60')
     proc = subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "s")], stderr=subprocess.DEVNULL)
