@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from embody.config import Span
+from embody.config import PosInt, Span
 from embody.robots import RobotSpec, RobotState
 from embody.robots.h1_2.observations import imu_mount, pelvis_ang_vel, projected_gravity
 from embody.rotations import quat_rotate_inverse
@@ -114,6 +114,9 @@ class Legged:
     # knee +2δ: 0.3 lifts the foot ~8 cm), a reference gait the policy modulates (PMTG); 0 = off
     reference_swing: float = 0.0
     tracking_sigma: float = 0.25
+    # the policy observes this many frames, the newest first: memory for an MLP actor (HumanoidVerse stacks 4;
+    # unitree_rl_gym's H1-2 uses an LSTM); past frames are zero after a reset
+    obs_history: PosInt = 1
     only_positive_rewards: bool = True  # clip the step's total at 0, so that living never costs (legged_gym)
     # reward terms added after that clip: a rare, large penalty (a joint slapping past its velocity limit) costs its
     # whole size, not just the step's positive reward
@@ -215,12 +218,18 @@ class H1_2Velocity(Task):
         self.last_push_step = np.full(n_envs, -(10**9))
         self.delay = np.zeros(n_envs, dtype=np.int64)
         self.action_history = np.zeros((r.action_delay_steps + 1, n_envs, len(self.legs)))
+        self.obs_frames = np.zeros((c.legged.obs_history, n_envs, self.frame_size), dtype=np.float32)  # newest first
         self._restart_curricula()
 
     # -- sizes ---------------------------------------------------------------------------
     @property
-    def observation_size(self) -> int:
+    def frame_size(self) -> int:
+        """One frame of ``observe``: 9 + 3L + 2 values, L leg joints."""
         return 9 + 3 * len(self.legs) + 2
+
+    @property
+    def observation_size(self) -> int:
+        return self.frame_size * self.config.legged.obs_history
 
     @property
     def privileged_size(self) -> int:
@@ -298,6 +307,7 @@ class H1_2Velocity(Task):
         self.steps[env_ids] = 0
         self.velocity_history[:, env_ids] = 0.0
         self.action_history[:, env_ids] = 0.0
+        self.obs_frames[:, env_ids] = 0.0
         self.push_vel[env_ids] = 0.0
         self.last_push_step[env_ids] = -(10**9)
         self.next_push[env_ids] = self._push_interval(k) if r.enabled else np.inf
@@ -375,6 +385,7 @@ class H1_2Velocity(Task):
     def after_step(self, action: np.ndarray) -> None:
         """Also count steps and redraw commands every ``resample_s``."""
         super().after_step(action)
+        self.obs_frames[1:] = self.obs_frames[:-1].copy()  # the frame just acted on becomes the past
         self.steps += 1
         self.trained_steps += self.n_envs if self.training else 0
         every = max(1, round(self.config.commands.resample_s / self.dt))
@@ -423,7 +434,10 @@ class H1_2Velocity(Task):
             return None
         sp = lambda *signs: SignedPermutation(np.arange(len(signs)), np.array(signs, dtype=float))  # noqa: E731
         pseudo, polar, legs = sp(-1, 1, -1), sp(1, -1, 1), self.joint_mirror(self.legs)
-        obs = pseudo.then(polar).then(sp(1, -1, -1)).then(legs).then(legs).then(legs).then(sp(-1, -1))
+        frame = pseudo.then(polar).then(sp(1, -1, -1)).then(legs).then(legs).then(legs).then(sp(-1, -1))
+        obs = frame
+        for _ in range(self.config.legged.obs_history - 1):
+            obs = obs.then(frame)
         contact = SignedPermutation(np.array([1, 0]), np.ones(2))
         privileged = polar.then(sp(1)).then(contact).then(sp(1, 1, 1)).then(polar).then(sp(1))
         return Mirror(obs, privileged, legs)
@@ -435,11 +449,17 @@ class H1_2Velocity(Task):
         return np.stack([phase, (phase + 0.5) % 1.0], axis=1)
 
     def observe(self, state: RobotState) -> np.ndarray:
-        """(n, 9 + 3L + 2), L leg joints: 0.25 · pelvis angular velocity (3), projected gravity (3), commands ×
-        (2, 2, 0.25) (3), leg q − q0, 0.05 · leg q̇, last action, sin and cos of the gait phase."""
-        legs, phase = self.legs, self.gait_phase(state)[:, 0]
+        """(n, H · (9 + 3L + 2)), L leg joints, H frames (``legged.obs_history``, the newest first) of: 0.25 ·
+        pelvis angular velocity (3), projected gravity (3), commands × (2, 2, 0.25) (3), leg q − q0, 0.05 · leg q̇,
+        last action, sin and cos of the gait phase."""
         if self.config.legged.reference_swing:  # the reference gait's phase for the next action_to_command
             self.swing = self.swing_profile(state)
+        self.obs_frames[0] = self.obs_frame(state)
+        return self.obs_frames.transpose(1, 0, 2).reshape(self.n_envs, -1)
+
+    def obs_frame(self, state: RobotState) -> np.ndarray:
+        """The newest frame of ``observe`` (n, 9 + 3L + 2)."""
+        legs, phase = self.legs, self.gait_phase(state)[:, 0]
         return np.concatenate(
             [
                 0.25 * pelvis_ang_vel(state, self.mount),

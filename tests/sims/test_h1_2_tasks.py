@@ -421,3 +421,22 @@ def test_short_training_beats_a_random_policy(tmp_path):
     summary = train(cfg, tmp_path / "run")
     baseline = random_baseline("h1_2-velocity", [])
     assert summary["return_mean"] > 1.3 * baseline["return_mean"], (summary, baseline)
+
+
+def test_an_observation_history_stacks_past_frames_newest_first_and_clears_them_on_reset():
+    cfg = H1_2VelocityConfig()
+    cfg.legged.obs_history = 3
+    env = make_env("h1_2-velocity", n_envs=2, seed=0, config=cfg)
+    f = env.task.frame_size
+    seen = [env.reset()[0]]
+    assert env.observation_size == 3 * f == seen[0].shape[1] and not seen[0][:, f:].any()  # no past yet
+    a = np.random.default_rng(0).uniform(-1, 1, (2, 12))
+    seen += [env.step(a)[0] for _ in range(2)]
+    np.testing.assert_array_equal(seen[2][:, f:], np.concatenate([seen[1][:, :f], seen[0][:, :f]], axis=1))
+    single = make_env("h1_2-velocity", n_envs=1, seed=0).task.mirror().obs
+    np.testing.assert_array_equal(
+        env.task.mirror().obs(seen[2][0]), np.concatenate([single(x[0, :f]) for x in seen[::-1]])
+    )
+    env.task.on_reset(np.array([1]))
+    assert not env.task.obs_frames[:, 1].any() and env.task.obs_frames[:, 0].any()
+    env.close()
