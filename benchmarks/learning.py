@@ -255,6 +255,7 @@ def main(argv: list[str]) -> int:
     )
     p.add_argument("--task", default="cartpole-swingup", choices=sorted(bars()))
     p.add_argument("--seeds", type=positive_int, default=3)
+    p.add_argument("--first-seed", type=int, default=0, help="seeds K … K + seeds − 1 (to add seeds to a study)")
     p.add_argument("--budget", type=positive_float, default=300.0, help="wall-clock seconds of training per seed")
     p.add_argument("--steps", type=positive_int, default=None, help="env steps per seed (default: the task's)")
     p.add_argument(
@@ -281,7 +282,7 @@ def main(argv: list[str]) -> int:
     rollouts = rollout_rates(args.task, args.overrides)
     rows = [
         run_seed(args.task, s, args.budget, args.steps, args.overrides, keep, args.evaluate_only, snapshots)
-        for s in range(args.seeds)
+        for s in range(args.first_seed, args.first_seed + args.seeds)
     ]
     bar = bars()[args.task]
     curves = {r["seed"]: r["metrics"] for r in rows}

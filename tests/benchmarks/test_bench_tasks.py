@@ -61,6 +61,8 @@ def test_bench_learning_trains_evaluates_and_compares_with_random(tmp_path, caps
                 "cartpole-swingup",
                 "--seeds",
                 "1",
+                "--first-seed",
+                "2",
                 "--budget",
                 "120",  # the step count ends it; the budget only guards against a hang (a loaded machine is slow)
                 "--steps",
@@ -76,7 +78,7 @@ def test_bench_learning_trains_evaluates_and_compares_with_random(tmp_path, caps
     result = json.loads((tmp_path / "results.json").read_text())
     assert result["random"]["episodes"] == 20 and result["random"]["length_mean"] == 250
     (seed,) = result["seeds"]
-    assert seed["env_steps"] >= 20000 and math.isfinite(seed["eval"]["return_mean"])
+    assert seed["seed"] == 2 and seed["env_steps"] >= 20000 and math.isfinite(seed["eval"]["return_mean"])
     assert 0 < seed["collect_s"] and 0 < seed["update_s"] and seed["collect_s"] + seed["update_s"] <= seed["train_s"]
     assert "ms per 1,000 env steps" in capsys.readouterr().out
     assert (tmp_path / "learning.png").stat().st_size > 1000
