@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from embody.commands import positive_float, positive_int
+from embody.commands import nonneg_int, positive_float, positive_int
 
 EVAL_EPISODES = 20
 
@@ -255,7 +255,7 @@ def main(argv: list[str]) -> int:
     )
     p.add_argument("--task", default="cartpole-swingup", choices=sorted(bars()))
     p.add_argument("--seeds", type=positive_int, default=3)
-    p.add_argument("--first-seed", type=int, default=0, help="seeds K … K + seeds − 1 (to add seeds to a study)")
+    p.add_argument("--first-seed", type=nonneg_int, default=0, help="seeds K … K + seeds − 1 (to add seeds to a study)")
     p.add_argument("--budget", type=positive_float, default=300.0, help="wall-clock seconds of training per seed")
     p.add_argument("--steps", type=positive_int, default=None, help="env steps per seed (default: the task's)")
     p.add_argument(

@@ -455,7 +455,7 @@ class H1_2Velocity(Task):
         if self.config.legged.reference_swing:  # the reference gait's phase for the next action_to_command
             self.swing = self.swing_profile(state)
         self.obs_frames[0] = self.obs_frame(state)
-        return self.obs_frames.transpose(1, 0, 2).reshape(self.n_envs, -1)
+        return np.concatenate(self.obs_frames, axis=1)  # a copy: a view would change with the next observation
 
     def obs_frame(self, state: RobotState) -> np.ndarray:
         """The newest frame of ``observe`` (n, 9 + 3L + 2)."""
