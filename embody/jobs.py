@@ -14,8 +14,8 @@ Several processes may share one folder, even one seed: a job about to start is c
 ``root/jobs/.<job name>.claim`` (created exclusively; pid and host), a job finished or claimed by another
 process meanwhile is left to it, and each process waits at the end for the jobs others hold, taking over
 those whose process has died (same host). A process ended by Ctrl-C or SIGTERM releases its claims on the way
-out (SIGKILL cannot be caught: its claims wait for a takeover). A claim from another host is honoured until
-removed by hand.
+out (SIGKILL cannot be caught: its claims and half-written files wait for the next process to open the folder).
+A claim from another host is honoured until removed by hand.
 """
 
 from __future__ import annotations
