@@ -26,7 +26,7 @@ def velocity_env(n=4, **randomization):
 def test_observation_layout_and_only_observed_state():
     env = velocity_env()
     obs, priv = env.reset()
-    assert obs.shape == (4, 47) and priv.shape == (4, 13)
+    assert obs.shape == (4, 47 * 5) and priv.shape == (4, 13)  # five frames of 47 by default, newest first
     for _ in range(5):
         obs, *_ = env.step(np.full((4, 12), 0.3))
     state = env.sim.state()
@@ -174,7 +174,7 @@ def test_evaluation_reports_tracking_errors_and_survival(tmp_path):
     v = env.sim.state().privileged
     assert info.metrics["lin_vel_error"] == pytest.approx(np.linalg.norm([0.5, 0.0] - v.base_lin_vel[:, :2], axis=1))
     assert info.metrics["yaw_rate_error"] == pytest.approx(np.abs(-0.4 - v.base_ang_vel[:, 2]))
-    summary = evaluate(env, RandomPolicy(47, 12), episodes=4).summary()
+    summary = evaluate(env, RandomPolicy(env.task.observation_size, 12), episodes=4).summary()
     assert summary["lin_vel_error"] > 0 and summary["yaw_rate_error"] > 0  # a random policy tracks nothing
     assert env.task.terminations_are_falls
 
@@ -276,7 +276,7 @@ def test_evaluation_counts_episodes_with_a_supervisor_fault_not_steps():
     env = make_env("h1_2-velocity", n_envs=2, seed=0, config=cfg)
     metrics = env.task.step_metrics
     env.task.step_metrics = lambda state: {**metrics(state), "supervisor_fault": (env.task.steps == 3) * 1.0}
-    result = evaluate(env, RandomPolicy(47, 12), episodes=4)
+    result = evaluate(env, RandomPolicy(env.task.observation_size, 12), episodes=4)
     assert result.metrics["supervisor_fault"] == [1.0] * 4  # one step of ten in every episode: each episode counts
     assert result.summary()["supervisor_fault"] == 1.0
 
@@ -433,7 +433,9 @@ def test_an_observation_history_stacks_past_frames_newest_first_and_clears_them_
     a = np.random.default_rng(0).uniform(-1, 1, (2, 12))
     seen += [env.step(a)[0] for _ in range(2)]
     np.testing.assert_array_equal(seen[2][:, f:], np.concatenate([seen[1][:, :f], seen[0][:, :f]], axis=1))
-    single = make_env("h1_2-velocity", n_envs=1, seed=0).task.mirror().obs
+    one_frame = H1_2VelocityConfig()
+    one_frame.legged.obs_history = 1
+    single = make_env("h1_2-velocity", n_envs=1, seed=0, config=one_frame).task.mirror().obs
     np.testing.assert_array_equal(
         env.task.mirror().obs(seen[2][0]), np.concatenate([single(x[0, :f]) for x in seen[::-1]])
     )
