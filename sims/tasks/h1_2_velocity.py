@@ -123,6 +123,9 @@ class Legged:
     # whole size, not just the step's positive reward
     unclipped: tuple[str, ...] = ()
     unclipped_from_steps: int = 0  # env steps of training (all envs) before they leave the clip; evaluation: always
+    # reward term → env steps of training (all envs) before it counts; evaluation: always. A penalty that slows the
+    # learning of a gait can shape the gait once one exists (issue 19: the yaw-swing penalty)
+    reward_onset_steps: dict[str, int] = field(default_factory=dict)
     fall_tilt: float = 0.7  # |gravity_xy| in the base frame: ~44°
     fall_height: float = 0.6  # m
     init_joint_noise: float = 0.05  # rad, uniform, legs
@@ -202,9 +205,10 @@ class H1_2Velocity(Task):
         if not c.sim.physics_dt:
             raise ValueError(f"{self.name}: sim.physics_dt must be set (the gait clock and rewards use dt)")
         self.dt = c.sim.physics_dt * c.sim.decimation
-        unknown = set(c.legged.unclipped) - set(c.reward_weights)
-        if unknown:
-            raise ValueError(f"{self.name}: legged.unclipped names {sorted(unknown)}, not reward terms")
+        for key in ("unclipped", "reward_onset_steps"):
+            unknown = set(getattr(c.legged, key)) - set(c.reward_weights)
+            if unknown:
+                raise ValueError(f"{self.name}: legged.{key} names {sorted(unknown)}, not reward terms")
         self.mount = imu_mount(robot)
         self.legs = robot.group("legs")
         self.leg_speed_limit = robot.velocity_limit[self.legs]  # rad/s
@@ -346,10 +350,25 @@ class H1_2Velocity(Task):
         c = self.config.legged
         return c.unclipped if not self.training or self.trained_steps >= c.unclipped_from_steps else ()
 
+    def _term_scales(self) -> dict[str, float]:
+        """Factors on the reward terms now, where not 1: the penalty level on negative-weight terms, 0 on terms
+        before their ``reward_onset_steps``."""
+        w, level = self.config.reward_weights, self.penalty_level
+        scales = {k: level for k in w if w[k] < 0} if level != 1.0 else {}
+        return scales | {k: 0.0 for k in self.terms_pending}
+
+    @property
+    def terms_pending(self) -> list[str]:
+        """The reward terms that do not count yet (training before their ``legged.reward_onset_steps``)."""
+        onset = self.config.legged.reward_onset_steps
+        return [k for k, n in onset.items() if self.training and self.trained_steps < n]
+
     def curriculum_levels(self) -> dict[str, float]:
         levels = {"penalty": self.penalty_level} if self.config.penalty_curriculum.enabled else {}
         if self.config.legged.unclipped_from_steps:
             levels["unclipped"] = float(bool(self.unclipped))
+        if self.config.legged.reward_onset_steps:
+            levels["terms_pending"] = float(len(self.terms_pending))
         return levels
 
     def _push_interval(self, k: int) -> np.ndarray:
@@ -549,9 +568,9 @@ class H1_2Velocity(Task):
             [p.base_lin_vel[:, :2], p.base_ang_vel[:, 2:]], axis=1
         )
         total, terms = super().reward(state, action)
-        if self.penalty_level != 1.0:
-            w = self.config.reward_weights
-            terms = {k: v * self.penalty_level if w[k] < 0 else v for k, v in terms.items()}
+        scales = self._term_scales()
+        if scales:
+            terms = {k: v * scales.get(k, 1.0) for k, v in terms.items()}
             total = np.sum(list(terms.values()), axis=0)
         if self.config.legged.only_positive_rewards:
             kept = sum(terms[k] for k in self.unclipped if k in terms)

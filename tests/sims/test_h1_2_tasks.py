@@ -267,6 +267,29 @@ def test_unclipped_penalties_survive_the_positive_clip():
         make_env("h1_2-velocity", n_envs=1, seed=0, config=cfg)
 
 
+def test_reward_terms_count_from_their_onset_in_training_and_always_in_evaluation():
+    cfg = H1_2VelocityConfig()
+    cfg.randomization.enabled, cfg.penalty_curriculum.enabled = False, False
+    cfg.reward_weights["yaw_oscillation"] = -0.1
+    cfg.legged.reward_onset_steps = {"yaw_oscillation": 4}
+    env = make_env("h1_2-velocity", n_envs=2, seed=0, config=cfg)
+    env.reset()
+    for _ in range(3):  # a gait-period average to swing about
+        env.step(np.random.default_rng(0).uniform(-1, 1, (2, 12)))
+    state, action = env.sim.state(), np.zeros((2, 12))
+    assert env.task.curriculum_levels()["terms_pending"] == 0.0  # 2 envs × 3 steps ≥ 4
+    env.task.reseed(1)  # restarts the count
+    assert env.task.curriculum_levels()["terms_pending"] == 1.0
+    assert np.all(env.task.reward(state, action)[1]["yaw_oscillation"] == 0.0)
+    raw = env.task.reward_yaw_oscillation(state, action) * -0.1 * env.task.dt  # after reward() recorded the state
+    assert raw.min() < 0.0
+    env.task.training = False
+    np.testing.assert_allclose(env.task.reward(state, action)[1]["yaw_oscillation"], raw)
+    cfg.legged.reward_onset_steps = {"no_such_term": 1}
+    with pytest.raises(ValueError, match="reward_onset_steps names \\['no_such_term'\\]"):
+        make_env("h1_2-velocity", n_envs=1, seed=0, config=cfg)
+
+
 def test_evaluation_counts_episodes_with_a_supervisor_fault_not_steps():
     from embody.policies.base import RandomPolicy
     from embody.policies.evaluate import evaluate
