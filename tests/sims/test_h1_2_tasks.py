@@ -182,7 +182,8 @@ def test_evaluation_reports_tracking_errors_and_survival(tmp_path):
 def test_gait_averages_cover_the_last_gait_period():
     cfg = H1_2VelocityConfig()
     cfg.randomization.enabled = False
-    cfg.reward_weights.update(tracking_yaw_gait=0.5, yaw_oscillation=-0.5)  # defined, off by default
+    cfg.reward_weights.update(tracking_yaw_gait=0.5, yaw_oscillation=-0.5)
+    cfg.legged.reward_onset_steps = {}  # the yaw swing counts from the first step
     env = make_env("h1_2-velocity", n_envs=2, seed=0, config=cfg)
     env.reset()
     env.task.set_commands(np.arange(2), np.array([[0.5, 0.0, 0.3], [0.0, 0.2, -0.3]]))
@@ -348,7 +349,7 @@ def test_the_penalty_curriculum_scales_penalties_in_training_only():
     env = make_env("h1_2-velocity", n_envs=4, seed=0, config=cfg)
     env.reset()
     task = env.task
-    assert task.curriculum_levels() == {"penalty": pytest.approx(0.1)}
+    assert task.curriculum_levels() == {"penalty": pytest.approx(0.1), "terms_pending": 1.0}  # the yaw swing
     a = np.random.default_rng(0).uniform(-1, 1, (4, 12))
     _, _, _, _, info = env.step(a)  # the first step: the last action was zero
     expected = 0.1 * -0.01 * 0.02 * np.mean(np.sum(a**2, axis=1))
@@ -358,7 +359,7 @@ def test_the_penalty_curriculum_scales_penalties_in_training_only():
     task.on_reset(np.arange(4))
     assert task.penalty_level == pytest.approx(0.3)
     task.training = False
-    assert task.penalty_level == 1.0 and task.curriculum_levels() == {"penalty": 1.0}
+    assert task.penalty_level == 1.0 and task.curriculum_levels() == {"penalty": 1.0, "terms_pending": 0.0}
     env.close()
 
 
