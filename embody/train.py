@@ -163,6 +163,7 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, teacher=None) -> di
             ppo.optimizer.load_state_dict(ckpt.optimizer_state)
         ppo.env_steps, ppo.iteration = ckpt.meta["env_steps"], ckpt.meta["iteration"]
         ppo.set_lr(ckpt.meta.get("lr", cfg.ppo.lr))
+        env.task.restore_curriculum(ckpt.meta.get("curriculum", {}))
     log = MetricsLog(out)
     time_offset = ckpt.meta.get("time_s", 0.0) if resume else 0.0
     progress = Progress(cfg.steps, label=f"train {cfg.task}", max_time_s=max(cfg.max_time_s - time_offset, 0.0))
@@ -175,6 +176,7 @@ def train(cfg: TrainConfig, out: Path, resume: bool = False, teacher=None) -> di
             "lr": ppo.lr,
             "time_s": m.get("time_s", time_offset),
             "config": to_dict(cfg),
+            "curriculum": env.task.curriculum_state() if workers is None else {},  # workers' tasks live there
         }
         save_run_checkpoint(out, policy, spec, meta, ppo.optimizer, folder)
 

@@ -72,6 +72,7 @@ def train_sac(cfg, out: Path, resume: bool = False, teacher: Teacher | None = No
         sac.optimizer.load_state_dict(ckpt.optimizer_state)
         sac.env_steps, sac.updates, time_offset = (ckpt.meta[k] for k in ("env_steps", "updates", "time_s"))
         sac.buffer.restore(out / REPLAY)
+        env.task.restore_curriculum(ckpt.meta.get("curriculum", {}))
     if teacher is not None or cfg.preference.teacher != "none":
         sac.reward_learner = preference_learner(cfg, env, teacher)
         if ckpt:
@@ -84,6 +85,7 @@ def train_sac(cfg, out: Path, resume: bool = False, teacher: Teacher | None = No
 
     def save(time_s: float) -> None:
         meta = {"env_steps": sac.env_steps, "updates": sac.updates, "time_s": time_s, "config": to_dict(cfg)}
+        meta["curriculum"] = env.task.curriculum_state() if workers is None else {}  # workers' tasks live there
         save_run_checkpoint(out, policy, spec, meta, sac.optimizer)
         sac.buffer.save(out / REPLAY)
         if sac.reward_learner is not None:

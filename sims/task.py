@@ -163,6 +163,14 @@ class Task(ABC):
         default."""
         return {}
 
+    def curriculum_state(self) -> dict:
+        """The training curricula's state as JSON values, saved with each checkpoint so that a resumed run continues
+        them where they were (a fine-tuning, ``init_from``, starts its own); none by default."""
+        return {}
+
+    def restore_curriculum(self, state: dict) -> None:
+        """Continue the training curricula from the ``curriculum_state()`` a resumed run saved."""
+
     def mirror(self) -> Mirror | None:
         """The task's left-right symmetry, or None when it has none (the default)."""
         return None

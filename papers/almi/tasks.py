@@ -167,6 +167,18 @@ class AlmiWholeBody(H1_2Stand):
     def curriculum_levels(self) -> dict[str, float]:
         return {**super().curriculum_levels(), "amplitude": self.clip_amplitude, "slice": self.clip_slice}
 
+    def curriculum_state(self) -> dict:
+        levels = {"amplitude": self.amplitude, "slice": self.slice, "difficulty": self.difficulty.tolist()}
+        return {**super().curriculum_state(), **levels}
+
+    def restore_curriculum(self, state: dict) -> None:
+        super().restore_curriculum(state)
+        self.amplitude = float(state.get("amplitude", self.amplitude))
+        self.slice = float(state.get("slice", self.slice))
+        if len(state.get("difficulty", ())) == len(self.difficulty):  # the same clip library
+            self.difficulty = np.asarray(state["difficulty"], dtype=np.float64)
+            self.order = np.argsort(self.difficulty, kind="stable")
+
     @property
     def clip_amplitude(self) -> float:
         return self.amplitude if self.training else 1.0

@@ -379,6 +379,13 @@ class H1_2Velocity(Task):
             levels["terms_pending"] = float(len(self.terms_pending))
         return levels
 
+    def curriculum_state(self) -> dict:
+        return {"penalty_level": self._penalty_level, "trained_steps": self.trained_steps}
+
+    def restore_curriculum(self, state: dict) -> None:
+        self._penalty_level = float(state.get("penalty_level", self._penalty_level))
+        self.trained_steps = int(state.get("trained_steps", self.trained_steps))
+
     def _push_interval(self, k: int) -> np.ndarray:
         return np.round(_uniform(self.rng, self.config.randomization.push_interval_s, k) / self.dt)
 

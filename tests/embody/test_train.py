@@ -83,3 +83,18 @@ def test_ctrl_c_saves_a_checkpoint_and_says_how_to_resume(tmp_path):
     assert proc.returncode == 130, err
     assert f"interrupted: its last checkpoint is in {out}; `embody train --resume {out}` continues" in err
     assert load_checkpoint(out / "checkpoint").meta["env_steps"] > 0
+
+
+def test_a_resumed_run_continues_the_tasks_curricula(tmp_path):
+    """h1_2-velocity's penalty level and training step count (for reward_onset_steps) are saved with the
+    checkpoint and restored by --resume, not restarted."""
+    from embody.runs import load_run_checkpoint
+
+    cfg = resolve_config("h1_2-velocity", steps=2 * 4 * 24, n_envs=4, seed=0, overrides=["ppo.n_steps=24"])
+    cfg.video, cfg.eval_episodes, cfg.max_time_s = False, 0, 0.0
+    train(cfg, tmp_path / "run")
+    saved = load_run_checkpoint(tmp_path / "run").meta["curriculum"]
+    assert saved["trained_steps"] == 2 * 4 * 24 and 0.1 <= saved["penalty_level"] <= 1.0
+    cfg.steps = 3 * 4 * 24
+    train(cfg, tmp_path / "run", resume=True)
+    assert load_run_checkpoint(tmp_path / "run").meta["curriculum"]["trained_steps"] == 3 * 4 * 24

@@ -1,5 +1,7 @@
 """ALMI (papers/almi): the lower-body task's clip curricula."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -62,6 +64,10 @@ def test_clips_that_make_the_legs_fall_are_sorted_last_and_drawn_late():
     assert not np.isin(drawn, task.order[int(np.ceil(task.slice * n_clips)) :]).any()  # only the easy slice
     task.training = False
     assert len(np.unique(task.draw_clips(5000))) == n_clips
+    fresh = lower_env(slice=0.25).task  # a resumed run continues the sorted library and the levels
+    fresh.restore_curriculum(json.loads(json.dumps(task.curriculum_state())))
+    np.testing.assert_array_equal(fresh.order, task.order)
+    assert (fresh.slice, fresh.amplitude) == (task.slice, task.amplitude)
 
 
 def test_a_short_run_moves_the_curricula():
