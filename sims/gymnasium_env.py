@@ -111,6 +111,12 @@ class GymnasiumTask:
     def curriculum_levels(self) -> dict[str, float]:
         return {}
 
+    def curriculum_state(self) -> dict:
+        return {}
+
+    def restore_curriculum(self, state: dict) -> None:
+        pass
+
 
 class GymnasiumEnv:
     """``n_envs`` copies of a Gymnasium environment with the native ``VecEnv``'s interface (module docstring)."""
