@@ -108,11 +108,17 @@ def test_command_beyond_limits_is_clamped_and_reported(sim, robot):
     with make_driver(robot) as driver:
         hold(driver)
         driver.supervisor.start_policy()
-        beyond = JointCommand.pd(robot, robot.upper + 1.0)
+        # One joint beyond its limit: the clamp sends it to that limit, 0.26 rad from its pose (peak
+        # speed ~0.5x its limit). Every joint at its limit at once trips the over-speed fault instead.
+        q = robot.default_pose.copy()
+        ankle = robot.joint_names.index("left_ankle_roll_joint")
+        q[ankle] = robot.upper[ankle] + 1.0
+        beyond = JointCommand.pd(robot, q)
         driver.send_command(beyond)
         assert wait_for(lambda: driver.supervisor.counters["clamped"] > 0, 1.0)
         sent = driver.send_command(beyond)
-        assert driver.supervisor.phase is Phase.POLICY and (sent.q <= robot.upper + 1e-12).all()
+        assert driver.supervisor.phase is Phase.POLICY, driver.supervisor.events
+        assert sent.q[ankle] == pytest.approx(robot.upper[ankle]) and (sent.q <= robot.upper + 1e-12).all()
 
 
 def test_estop_damps(sim, robot):
