@@ -135,6 +135,10 @@ class Legged:
     # (a termination the policy learns to avoid; evaluation counts it as a fall); 0 = off
     over_speed_end: float = 0.0
     supervisor_speed_factor: float = 1.2  # the deploy supervisor's velocity_fault_factor (metric supervisor_fault)
+    # × each leg joint's vendor velocity limit: the fastest its PD target may move (per control step: × dt); 0 = off.
+    # A target that jumps by Δ swings a lightly loaded ankle (kp 40, kd 2) at up to ~16·Δ rad/s: the policies' 1 rad
+    # jumps slapped the ankles past the supervisor's 1.2 × 9 rad/s (issue 19). Deploy applies it too (same task code)
+    target_rate_limit: float = 0.0
 
 
 @dataclass
@@ -223,6 +227,7 @@ class H1_2Velocity(Task):
         self.leg_speed_limit = robot.velocity_limit[self.legs]  # rad/s
         self.last_action = np.zeros((n_envs, len(self.legs)))
         self.q0 = robot.default_pose
+        self.leg_targets = np.tile(self.q0[self.legs], (n_envs, 1))  # the last leg PD targets sent
         self.weight = robot_weight(robot)
         self.commands = np.zeros((n_envs, 3))
         self.swing = np.zeros((n_envs, 2))  # the gait clock's swing profile at the last observation
@@ -324,6 +329,7 @@ class H1_2Velocity(Task):
         self.steps[env_ids] = 0
         self.velocity_history[:, env_ids] = 0.0
         self.action_history[:, env_ids] = 0.0
+        self.leg_targets[env_ids] = self.q0[self.legs]
         self.obs_frames[:, env_ids] = 0.0
         self.push_vel[env_ids] = 0.0
         self.last_push_step[env_ids] = -(10**9)
@@ -444,7 +450,12 @@ class H1_2Velocity(Task):
         targets[:, self.legs] = self.q0[self.legs] + self.config.legged.action_scale * applied
         if self.config.legged.reference_swing:
             targets[:, self.legs] += self.reference_offsets()
-        return np.clip(targets, self.robot.lower, self.robot.upper)[:, self.robot.actuated]
+        targets = np.clip(targets, self.robot.lower, self.robot.upper)
+        if self.config.legged.target_rate_limit:
+            step = self.config.legged.target_rate_limit * self.leg_speed_limit * self.dt
+            targets[:, self.legs] = np.clip(targets[:, self.legs], self.leg_targets - step, self.leg_targets + step)
+        self.leg_targets = targets[:, self.legs]
+        return targets[:, self.robot.actuated]
 
     def reference_offsets(self) -> np.ndarray:
         """(n, 12) the reference gait's leg target offsets at the last observed gait phase."""

@@ -92,6 +92,25 @@ def test_action_delay_applies_the_previous_action():
     np.testing.assert_allclose(cmd[1, legs], q0[legs] + 0.4 * s)
 
 
+def test_leg_targets_move_no_faster_than_the_rate_limit_and_restart_from_the_default_pose():
+    env = velocity_env(n=2, enabled=False)
+    env.task.config.legged.target_rate_limit = 1.0
+    env.reset()
+    task, big = env.task, np.full((2, 12), 10.0)
+    legs, q0, per_step = task.legs, task.q0, task.leg_speed_limit * task.dt  # ankles: 9 rad/s · 0.02 s
+    first = task.action_to_command(big)[:, legs]
+    np.testing.assert_allclose(first, np.tile(np.minimum(q0[legs] + per_step, task.robot.upper[legs]), (2, 1)))
+    second = task.action_to_command(big)[:, legs]
+    assert (second - first <= per_step + 1e-12).all() and (second > first).any()
+    task.on_reset(np.array([1]))
+    third = task.action_to_command(-big)[:, legs]
+    np.testing.assert_allclose(third[1], np.maximum(q0[legs] - per_step, task.robot.lower[legs]))
+    np.testing.assert_allclose(third[0], np.maximum(second[0] - per_step, task.robot.lower[legs]))
+    task.config.legged.target_rate_limit = 0.0  # off: the target follows the action at once
+    at_once = np.clip(q0[legs] + 10.0 * task.config.legged.action_scale, task.robot.lower[legs], task.robot.upper[legs])
+    np.testing.assert_allclose(task.action_to_command(big)[:, legs], np.tile(at_once, (2, 1)))
+
+
 def test_feet_phase_pays_for_following_the_gait_clock():  # feet_phase: defined, off by default
     import dataclasses
 
