@@ -20,7 +20,8 @@ pelvis tilts past ``fall_tilt`` (|gravity_xy| in the base frame) or drops below 
 
 Domain randomization (``randomization.enabled``): friction, added base mass and link mass scale
 drawn at every reset, horizontal velocity pushes at random intervals, a per-episode action
-delay of 0..``action_delay_steps`` control steps, and (off by default) PD gain scales.
+delay of 0..``action_delay_steps`` control steps, and (off by default) PD gain and rotor inertia scales, from the
+first training step or from ``actuator_onset_steps``.
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ class Randomization:
     kp_scale: Span = (1.0, 1.0)  # PD stiffness multiplier per episode (actuator randomization)
     kd_scale: Span = (1.0, 1.0)  # PD damping multiplier per episode
     armature_scale: Span = (1.0, 1.0)  # rotor inertia multiplier per episode (engines disagree on it)
+    # env steps of training (all envs) before episodes draw the three actuator scales above (nominal until then);
+    # evaluation: always. Lets a gait form on nominal actuators first
+    actuator_onset_steps: int = 0
 
 
 # per second (legged_gym's convention; unitree_rl_gym's H1-2 values plus a torque penalty)
@@ -379,12 +383,19 @@ class H1_2Velocity(Task):
         onset = self.config.legged.reward_onset_steps
         return [k for k, n in onset.items() if self.training and self.trained_steps < n]
 
+    @property
+    def actuators_randomized(self) -> bool:
+        """Whether episodes starting now draw PD gain and armature scales (``randomization.actuator_onset_steps``)."""
+        return not self.training or self.trained_steps >= self.config.randomization.actuator_onset_steps
+
     def curriculum_levels(self) -> dict[str, float]:
         levels = {"penalty": self.penalty_level} if self.config.penalty_curriculum.enabled else {}
         if self.config.legged.unclipped_from_steps:
             levels["unclipped"] = float(bool(self.unclipped))
         if self.config.legged.reward_onset_steps:
             levels["terms_pending"] = float(len(self.terms_pending))
+        if self.config.randomization.actuator_onset_steps:
+            levels["actuators_randomized"] = float(self.actuators_randomized)
         return levels
 
     def curriculum_state(self) -> dict:
@@ -399,14 +410,16 @@ class H1_2Velocity(Task):
 
     def sample_physics(self, env_ids: np.ndarray) -> PhysicsParams | None:
         """Friction multiplier, added base mass [kg] and mass scale per env (remembered for the privileged observation)
-        and, when their ranges are not (1, 1), PD gain and armature scales; None when randomization is off."""
+        and, when their ranges are not (1, 1) and past their onset, PD gain and armature scales; None when
+        randomization is off."""
         r, k = self.config.randomization, len(env_ids)
         if not r.enabled:
             return None
         self.friction[env_ids] = _uniform(self.rng, r.friction, k)
         self.added_mass[env_ids] = _uniform(self.rng, r.added_base_mass, k)
         self.mass_scale[env_ids] = _uniform(self.rng, r.mass_scale, k)
-        gains = lambda bounds: None if tuple(bounds) == (1.0, 1.0) else _uniform(self.rng, bounds, k)  # noqa: E731
+        draw = self.actuators_randomized
+        gains = lambda b: _uniform(self.rng, b, k) if draw and tuple(b) != (1.0, 1.0) else None  # noqa: E731
         return PhysicsParams(
             friction=self.friction[env_ids],
             added_base_mass=self.added_mass[env_ids],

@@ -80,6 +80,20 @@ def test_pd_gain_randomization_reaches_the_simulator_only_when_asked():
     assert params.kp_scale is None and params.kd_scale is None
 
 
+def test_actuator_randomization_starts_at_its_onset_in_training_and_always_in_evaluation():
+    task = velocity_env(n=2, kp_scale=(0.8, 1.2), armature_scale=(0.5, 1.5), actuator_onset_steps=4).task
+    assert task.curriculum_levels()["actuators_randomized"] == 0.0
+    params = task.sample_physics(np.arange(2))
+    assert params.kp_scale is None and params.armature_scale is None and params.friction.std() > 0
+    task.after_step(np.zeros((2, 12)))
+    task.after_step(np.zeros((2, 12)))  # 2 envs × 2 steps reach the onset
+    assert task.curriculum_levels()["actuators_randomized"] == 1.0
+    assert task.sample_physics(np.arange(2)).kp_scale.std() > 0
+    task.reseed(1)  # restarts the count; evaluation draws them regardless
+    task.training = False
+    assert task.sample_physics(np.arange(2)).armature_scale.std() > 0
+
+
 def test_action_delay_applies_the_previous_action():
     env = velocity_env(n=2, action_delay_steps=1)
     env.reset()
