@@ -368,7 +368,7 @@ class H1_2Velocity(Task):
         """The terms added after the positive clip now: ``legged.unclipped`` once training has taken
         ``unclipped_from_steps`` env steps, and always in evaluation."""
         c = self.config.legged
-        return c.unclipped if not self.training or self.trained_steps >= c.unclipped_from_steps else ()
+        return c.unclipped if self._past(c.unclipped_from_steps) else ()
 
     def _term_scales(self) -> dict[str, float]:
         """Factors on the reward terms now, where not 1: the penalty level on negative-weight terms, 0 on terms
@@ -381,12 +381,16 @@ class H1_2Velocity(Task):
     def terms_pending(self) -> list[str]:
         """The reward terms that do not count yet (training before their ``legged.reward_onset_steps``)."""
         onset = self.config.legged.reward_onset_steps
-        return [k for k, n in onset.items() if self.training and self.trained_steps < n]
+        return [k for k, n in onset.items() if not self._past(n)]
 
     @property
     def actuators_randomized(self) -> bool:
         """Whether episodes starting now draw PD gain and armature scales (``randomization.actuator_onset_steps``)."""
-        return not self.training or self.trained_steps >= self.config.randomization.actuator_onset_steps
+        return self._past(self.config.randomization.actuator_onset_steps)
+
+    def _past(self, onset_steps: int) -> bool:
+        """Whether training has taken ``onset_steps`` env steps (all envs); always true in evaluation."""
+        return not self.training or self.trained_steps >= onset_steps
 
     def curriculum_levels(self) -> dict[str, float]:
         levels = {"penalty": self.penalty_level} if self.config.penalty_curriculum.enabled else {}
