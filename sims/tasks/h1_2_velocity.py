@@ -21,7 +21,7 @@ pelvis tilts past ``fall_tilt`` (|gravity_xy| in the base frame) or drops below 
 Domain randomization (``randomization.enabled``): friction, added base mass and link mass scale
 drawn at every reset, horizontal velocity pushes at random intervals, a per-episode action
 delay of 0..``action_delay_steps`` control steps, and (off by default) PD gain and rotor inertia scales, from the
-first training step or from ``actuator_onset_steps``.
+first training step or from ``actuator_onset_steps``, at full width or widening over ``actuator_ramp_steps``.
 """
 
 from __future__ import annotations
@@ -60,6 +60,8 @@ class Randomization:
     # env steps of training (all envs) before episodes draw the three actuator scales above (nominal until then);
     # evaluation: always. Lets a gait form on nominal actuators first
     actuator_onset_steps: int = 0
+    # env steps after the onset over which the three ranges widen linearly from nominal to full (0: full at once)
+    actuator_ramp_steps: int = 0
 
 
 # per second (legged_gym's convention; unitree_rl_gym's H1-2 values plus a torque penalty)
@@ -384,9 +386,15 @@ class H1_2Velocity(Task):
         return [k for k, n in onset.items() if not self._past(n)]
 
     @property
-    def actuators_randomized(self) -> bool:
-        """Whether episodes starting now draw PD gain and armature scales (``randomization.actuator_onset_steps``)."""
-        return self._past(self.config.randomization.actuator_onset_steps)
+    def actuator_range(self) -> float:
+        """The share of the PD gain and armature ranges that episodes starting now draw from: 0 in training before
+        ``randomization.actuator_onset_steps``, rising linearly to 1 over ``actuator_ramp_steps``; 1 in evaluation."""
+        r = self.config.randomization
+        if not self._past(r.actuator_onset_steps):
+            return 0.0
+        if not self.training or r.actuator_ramp_steps == 0:
+            return 1.0
+        return min(1.0, (self.trained_steps - r.actuator_onset_steps) / r.actuator_ramp_steps)
 
     def _past(self, onset_steps: int) -> bool:
         """Whether training has taken ``onset_steps`` env steps (all envs); always true in evaluation."""
@@ -398,8 +406,8 @@ class H1_2Velocity(Task):
             levels["unclipped"] = float(bool(self.unclipped))
         if self.config.legged.reward_onset_steps:
             levels["terms_pending"] = float(len(self.terms_pending))
-        if self.config.randomization.actuator_onset_steps:
-            levels["actuators_randomized"] = float(self.actuators_randomized)
+        if self.config.randomization.actuator_onset_steps or self.config.randomization.actuator_ramp_steps:
+            levels["actuator_range"] = self.actuator_range
         return levels
 
     def curriculum_state(self) -> dict:
@@ -414,23 +422,26 @@ class H1_2Velocity(Task):
 
     def sample_physics(self, env_ids: np.ndarray) -> PhysicsParams | None:
         """Friction multiplier, added base mass [kg] and mass scale per env (remembered for the privileged observation)
-        and, when their ranges are not (1, 1) and past their onset, PD gain and armature scales; None when
-        randomization is off."""
+        and, where their ranges are not (1, 1), PD gain and armature scales drawn from ``actuator_range`` of each
+        range about 1 (none before the onset); None when randomization is off."""
         r, k = self.config.randomization, len(env_ids)
         if not r.enabled:
             return None
         self.friction[env_ids] = _uniform(self.rng, r.friction, k)
         self.added_mass[env_ids] = _uniform(self.rng, r.added_base_mass, k)
         self.mass_scale[env_ids] = _uniform(self.rng, r.mass_scale, k)
-        draw = self.actuators_randomized
-        gains = lambda b: _uniform(self.rng, b, k) if draw and tuple(b) != (1.0, 1.0) else None  # noqa: E731
+        w = self.actuator_range
+
+        def scales(span: Span) -> np.ndarray | None:
+            return _uniform(self.rng, 1 + w * (np.asarray(span) - 1), k) if w and tuple(span) != (1, 1) else None
+
         return PhysicsParams(
             friction=self.friction[env_ids],
             added_base_mass=self.added_mass[env_ids],
             mass_scale=self.mass_scale[env_ids],
-            kp_scale=gains(r.kp_scale),
-            kd_scale=gains(r.kd_scale),
-            armature_scale=gains(r.armature_scale),
+            kp_scale=scales(r.kp_scale),
+            kd_scale=scales(r.kd_scale),
+            armature_scale=scales(r.armature_scale),
         )
 
     def sample_pushes(self) -> tuple[np.ndarray, np.ndarray] | None:

@@ -82,16 +82,31 @@ def test_pd_gain_randomization_reaches_the_simulator_only_when_asked():
 
 def test_actuator_randomization_starts_at_its_onset_in_training_and_always_in_evaluation():
     task = velocity_env(n=2, kp_scale=(0.8, 1.2), armature_scale=(0.5, 1.5), actuator_onset_steps=4).task
-    assert task.curriculum_levels()["actuators_randomized"] == 0.0
+    assert task.curriculum_levels()["actuator_range"] == 0.0
     params = task.sample_physics(np.arange(2))
     assert params.kp_scale is None and params.armature_scale is None and params.friction.std() > 0
     task.after_step(np.zeros((2, 12)))
     task.after_step(np.zeros((2, 12)))  # 2 envs × 2 steps reach the onset
-    assert task.curriculum_levels()["actuators_randomized"] == 1.0
+    assert task.curriculum_levels()["actuator_range"] == 1.0
     assert task.sample_physics(np.arange(2)).kp_scale.std() > 0
     task.reseed(1)  # restarts the count; evaluation draws them regardless
     task.training = False
     assert task.sample_physics(np.arange(2)).armature_scale.std() > 0
+
+
+def test_actuator_ranges_widen_over_their_ramp_in_training_and_are_full_in_evaluation():
+    task = velocity_env(n=64, kp_scale=(0.8, 1.2), armature_scale=(0.5, 1.5), actuator_ramp_steps=256).task
+    assert task.curriculum_levels()["actuator_range"] == 0.0 and task.sample_physics(np.arange(64)).kp_scale is None
+    task.trained_steps = 64  # a quarter of the ramp: kp in 1 ± 0.05, armature in 1 ± 0.125
+    params = task.sample_physics(np.arange(64))
+    assert task.curriculum_levels()["actuator_range"] == 0.25
+    assert 0.95 <= params.kp_scale.min() and params.kp_scale.max() <= 1.05 and params.kp_scale.std() > 0
+    assert 0.875 <= params.armature_scale.min() and params.armature_scale.max() <= 1.125
+    task.trained_steps = 10**6
+    assert task.actuator_range == 1.0 and task.sample_physics(np.arange(64)).armature_scale.max() > 1.125
+    task.reseed(1)
+    task.training = False
+    assert task.actuator_range == 1.0
 
 
 def test_action_delay_applies_the_previous_action():
