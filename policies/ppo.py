@@ -238,8 +238,10 @@ class PPO:
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(pol.parameters(), cfg.max_grad_norm)
                 self.optimizer.step()
-                with torch.no_grad():
-                    kl = ((ratio - 1) - log_ratio).mean().item()  # low-variance KL estimate
+                with torch.no_grad():  # low-variance KL estimate over the rollout's own samples: a mirrored
+                    # sample's old log-probability is its original's, so its ratio also reads the policy's asymmetry
+                    own = log_ratio[: len(idx)]
+                    kl = ((own.exp() - 1) - own).mean().item()
                 if cfg.lr_schedule == "adaptive":
                     self._adapt_lr(kl)
                 for k, v in zip(stats, (policy_loss.item(), value_loss.item(), entropy.item(), kl)):

@@ -63,6 +63,29 @@ def test_symmetry_adds_each_minibatch_mirror_image_and_needs_a_mirror():
     env.close()
 
 
+def test_kl_reads_the_rollouts_own_samples_not_the_policys_asymmetry():
+    """With the learning rate at 0 only the normalizers move the policy, so the logged KL is ~0 even when the policy
+    is far from symmetric (a mirrored sample's old log-probability is its original's; the old code read 0.71)."""
+    from embody.sims.task import Mirror, SignedPermutation
+
+    env = cartpole(n_envs=4, max_episode_steps=12)
+    flip = lambda d: SignedPermutation(np.arange(d), -np.ones(d))  # noqa: E731
+    policy = small_mlp(5, 1)
+    with torch.no_grad():
+        policy.actor[-1].bias.fill_(0.5)  # mean 0.5 everywhere: the mirrored action -a is unlikely under it
+    ppo = PPO(
+        env,
+        policy,
+        PPOConfig(n_steps=8, lr=0.0, lr_schedule="constant", symmetry=True),
+        mirror=Mirror(flip(5), flip(0), flip(1)),
+    )
+    buf = RolloutBuffer(8, 4, 5, policy.critic_size, 1, ppo.device)
+    ppo.collect(buf, [])
+    stats = ppo.update(buf, 0.0)
+    assert abs(stats["kl"]) < 1e-4 and stats["policy_loss"] != 0.0
+    env.close()
+
+
 def test_gae_by_hand():
     buf = RolloutBuffer(3, 1, 1, 1, 1, torch.device("cpu"))
     buf.rewards[:, 0] = torch.tensor([1.0, 2.0, 3.0])
