@@ -12,7 +12,7 @@ POLICIES = sorted(asset_path("h1_2/policies").glob("velocity-*"))
 
 def test_the_walking_policies_are_committed():
     # three default seeds, the fine-tuned one that deploys, two robust across engines (fine-tuned; 30 min with a ramp)
-    assert len(POLICIES) == 6, POLICIES
+    assert len(POLICIES) == 7, POLICIES
 
 
 def roll_out(run, command=None, steps=250) -> np.ndarray:
