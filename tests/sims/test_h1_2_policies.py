@@ -11,7 +11,7 @@ POLICIES = sorted(asset_path("h1_2/policies").glob("velocity-*"))
 
 
 def test_the_walking_policies_are_committed():
-    # three default seeds, the fine-tuned one that deploys, two robust across engines (fine-tuned; 30 min with a ramp)
+    # three default seeds, two that deploy (a 60- and a 30-minute chain), two robust across engines
     assert len(POLICIES) == 7, POLICIES
 
 
